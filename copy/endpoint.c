@@ -1,0 +1,118 @@
+/* Choosing an endpoint kind from what the user wrote, and the helpers
+ * every kind shares (the extent list).  Kinds themselves live in one
+ * file each: nbd.c, null.c.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "endpoint.h"
+#include "error.h"
+#include "options.h"
+
+static bool
+is_nbd_uri (const char *spec)
+{
+  static const char *schemes[] = {
+    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://",
+    "nbd+vsock://", "nbds+vsock://", NULL,
+  };
+  for (const char **s = schemes; *s; s++)
+    if (strncmp (spec, *s, strlen (*s)) == 0)
+      return true;
+  return false;
+}
+
+struct endpoint *
+endpoint_open (const char *spec, bool writable, unsigned want,
+               const struct options *opts)
+{
+  const struct endpoint_ops *ops;
+  struct endpoint *ep;
+
+  if (strcmp (spec, "null:") == 0) {
+    if (!writable) {
+      error_set ("null: can only be a destination");
+      return NULL;
+    }
+    ops = &null_endpoint_ops;
+  }
+  else if (is_nbd_uri (spec))
+    ops = &nbd_endpoint_ops;
+  else if (strchr (spec, ':') && !strchr (spec, '/')) {
+    error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
+               "nbd+unix://, nbds+unix://, nbd+vsock:// or null:)",
+               spec);
+    return NULL;
+  }
+  else {
+    error_set ("%s: local files, devices, pipes and '[ CMD ]' endpoints "
+               "are not supported yet; give an NBD URI",
+               spec);
+    return NULL;
+  }
+
+  ep = calloc (1, sizeof *ep);
+  if (!ep) {
+    error_set ("out of memory");
+    return NULL;
+  }
+  ep->ops = ops;
+  ep->spec = spec;
+  ep->side = writable ? "destination" : "source";
+  if (ops->open (ep, writable, want, opts) == -1) {
+    free (ep);
+    return NULL;
+  }
+  return ep;
+}
+
+void
+endpoint_close (struct endpoint *ep, bool clean)
+{
+  if (!ep)
+    return;
+  ep->ops->close (ep, clean);
+  free (ep->conns);
+  free (ep);
+}
+
+void
+extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end)
+{
+  list->len = 0;
+  list->start = start;
+  list->end = end;
+  list->full = false;
+}
+
+void
+extent_list_add (struct extent_list *list, uint64_t offset, uint64_t length,
+                 bool zero)
+{
+  struct extent *last = list->len ? &list->v[list->len - 1] : NULL;
+  uint64_t expected = last ? last->offset + last->length : list->start;
+  uint64_t end = offset + length;
+
+  /* Keep only what continues the list without a gap, inside the range
+     asked for: servers may answer beyond it. */
+  if (list->full || offset > expected || end <= expected)
+    return;
+  if (end > list->end)
+    end = list->end;
+  if (end <= expected)
+    return;
+  offset = expected;
+  length = end - offset;
+
+  if (last && last->zero == zero) {
+    last->length += length;
+    return;
+  }
+  if (list->len == list->cap) {
+    list->full = true;
+    return;
+  }
+  list->v[list->len++] = (struct extent){ offset, length, zero };
+}

@@ -1,0 +1,118 @@
+/* The endpoint interface: what the engine needs from a source or a
+ * destination, as a small ops table.
+ *
+ * The engine never asks what kind of endpoint it has (NBD server, file,
+ * null:); it asks what the endpoint can do (caps) and submits
+ * asynchronous requests to one of its connections.  A connection
+ * belongs to one worker thread and is driven by that worker's io_uring:
+ * before each wait the worker calls ops->arm(), which submits whatever
+ * the connection is waiting for (a poll on a socket, say).  Requests
+ * finish by calling op_complete() from inside the worker's loop, or
+ * from inside the submitting call for endpoints that finish at once.
+ */
+#ifndef NBDCP_ENDPOINT_H
+#define NBDCP_ENDPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct io_uring;
+struct options;
+struct conn;                    /* one connection; each kind defines it */
+struct op;                      /* one engine request; see engine.c */
+
+/* Finish OP; ERR is 0 or an errno value.  Defined by the engine. */
+void op_complete (struct op *op, int err);
+
+/* io_uring completions carry the address of a ring_event as user_data;
+ * the worker calls its handler with the completion's result.
+ */
+struct ring_event {
+  void (*handle) (struct ring_event *ev, int res);
+};
+
+/* A run of the source that is either data or reads as zero. */
+struct extent {
+  uint64_t offset;
+  uint64_t length;
+  bool zero;
+};
+
+/* A fixed-size list of extents covering [start, end) from start onwards,
+ * filled by ops->extents without allocating.  When it is full, later
+ * extents are dropped and the caller asks again from where it ends.
+ */
+struct extent_list {
+  struct extent *v;
+  size_t len, cap;
+  uint64_t start, end;
+  bool full;
+};
+
+void extent_list_reset (struct extent_list *list, uint64_t start,
+                        uint64_t end);
+void extent_list_add (struct extent_list *list, uint64_t offset,
+                      uint64_t length, bool zero);
+
+struct endpoint_caps {
+  bool read_only;
+  bool can_zero;                /* has an efficient zero operation */
+  bool can_flush;
+  bool can_extents;             /* can tell holes from data */
+  bool multi_conn;              /* advertises multi-conn (informational) */
+  uint32_t preferred_block;     /* 0 if unknown */
+  uint32_t max_request;         /* 0 if no limit */
+};
+
+struct endpoint;
+
+struct endpoint_ops {
+  const char *kind;             /* for -v messages only */
+
+  /* Open up to WANT connections; sets ep->size, ep->caps, ep->conns and
+     ep->nconns (at least 1 on success). */
+  int (*open) (struct endpoint *ep, bool writable, unsigned want,
+               const struct options *opts);
+
+  /* Asynchronous requests.  Return 0 when submitted (OP completes
+     later), -1 with error_set() when they could not be. */
+  int (*read) (struct conn *c, void *buf, uint32_t len, uint64_t offset,
+               struct op *op);
+  int (*write) (struct conn *c, const void *buf, uint32_t len,
+                uint64_t offset, struct op *op);
+  int (*zero) (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
+               struct op *op);
+  int (*extents) (struct conn *c, uint64_t len, uint64_t offset,
+                  struct extent_list *list, struct op *op);
+  int (*flush) (struct conn *c, struct op *op);
+
+  /* Submit to RING whatever C waits on before the worker sleeps. */
+  void (*arm) (struct conn *c, struct io_uring *ring);
+
+  /* Close every connection; CLEAN says the copy succeeded, so a polite
+     disconnect is worth waiting for. */
+  void (*close) (struct endpoint *ep, bool clean);
+};
+
+struct endpoint {
+  const struct endpoint_ops *ops;
+  const char *spec;             /* as the user wrote it */
+  const char *side;             /* "source" or "destination" */
+  int64_t size;
+  struct endpoint_caps caps;
+  unsigned nconns;
+  struct conn **conns;
+};
+
+/* Pick the endpoint kind for SPEC and open it.  Returns NULL after
+ * error_set() on failure.
+ */
+struct endpoint *endpoint_open (const char *spec, bool writable,
+                                unsigned want, const struct options *opts);
+void endpoint_close (struct endpoint *ep, bool clean);
+
+extern const struct endpoint_ops nbd_endpoint_ops;
+extern const struct endpoint_ops null_endpoint_ops;
+
+#endif

@@ -1,0 +1,13 @@
+/* The message a failed function leaves for its caller.
+ *
+ * Functions that fail return -1 after error_set(); the caller adds the
+ * context it knows (operation, offset, length) when it reports.  The
+ * buffer is per thread, so workers do not trample each other.
+ */
+#ifndef NBDCP_ERROR_H
+#define NBDCP_ERROR_H
+
+void error_set (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+const char *error_get (void);
+
+#endif

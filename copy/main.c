@@ -1,0 +1,182 @@
+/* nbdcp: copy a disk between NBD endpoints, fast and safely.
+ *
+ * main parses the options, opens the two endpoints, checks that the
+ * copy makes sense before anything is written (destination writable
+ * and large enough), settles the request and zero-detection sizes
+ * against what the servers advertise, runs the engine and decides the
+ * exit code: 0 only when the whole copy completed and was flushed.
+ */
+#include <config.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "endpoint.h"
+#include "engine.h"
+#include "error.h"
+#include "human_size.h"
+#include "minmax.h"
+#include "options.h"
+#include "progress.h"
+
+/* The zero-detection block when -S is not given. */
+#define DEFAULT_SPARSE_SIZE 4096
+
+static void verbose (const struct options *opts, const char *fmt, ...)
+  __attribute__ ((format (printf, 2, 3)));
+
+static void
+verbose (const struct options *opts, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (!opts->verbose)
+    return;
+  fprintf (stderr, "nbdcp: ");
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+}
+
+static void
+describe (const struct options *opts, const struct endpoint *ep)
+{
+  char size[32];
+
+  human_size_format (ep->size, size, sizeof size);
+  verbose (opts,
+           "%s %s (%s): %" PRIi64 " bytes (%s), %u connection%s, "
+           "multi-conn %s, zero %s, flush %s, extents %s, "
+           "preferred block %" PRIu32 ", max request %" PRIu32,
+           ep->side, ep->spec, ep->ops->kind, ep->size, size, ep->nconns,
+           ep->nconns == 1 ? "" : "s",
+           ep->caps.multi_conn ? "advertised" : "not advertised",
+           ep->caps.can_zero ? "yes" : "no", ep->caps.can_flush ? "yes" : "no",
+           ep->caps.can_extents ? "yes" : "no", ep->caps.preferred_block,
+           ep->caps.max_request);
+}
+
+/* Largest power of 2 not above N (N >= 1). */
+static uint32_t
+round_down_pow2 (uint32_t n)
+{
+  uint32_t p = 1;
+  while (p <= n / 2)
+    p *= 2;
+  return p;
+}
+
+/* Fit the request, queue and zero-detection sizes to the endpoints. */
+static void
+settle_sizes (struct options *opts, const struct endpoint *src,
+              const struct endpoint *dst)
+{
+  uint32_t limit = MAX_REQUEST_SIZE;
+
+  if (src->caps.max_request)
+    limit = MIN (limit, src->caps.max_request);
+  if (dst->caps.max_request)
+    limit = MIN (limit, dst->caps.max_request);
+  limit = round_down_pow2 (limit);
+  if (opts->request_size > limit) {
+    verbose (opts, "request size lowered from %" PRIu32 " to %" PRIu32
+             " (the servers' maximum)", opts->request_size, limit);
+    opts->request_size = limit;
+  }
+  if (opts->queue_size == 0)
+    opts->queue_size = (uint64_t) opts->requests * opts->request_size;
+  if (opts->sparse_size < 0) {
+    uint32_t preferred = dst->caps.preferred_block;
+    opts->sparse_size = DEFAULT_SPARSE_SIZE;
+    if (preferred > DEFAULT_SPARSE_SIZE && preferred <= MAX_REQUEST_SIZE
+        && preferred % 512 == 0)
+      opts->sparse_size = preferred;
+  }
+}
+
+/* Refuse copies that cannot work, before anything is written. */
+static int
+check_endpoints (const struct endpoint *src, const struct endpoint *dst)
+{
+  if (dst->caps.read_only) {
+    error_set ("destination %s is read-only", dst->spec);
+    return -1;
+  }
+  if (dst->size < src->size) {
+    error_set ("destination %s (%" PRIi64 " bytes) is smaller than "
+               "source %s (%" PRIi64 " bytes)",
+               dst->spec, dst->size, src->spec, src->size);
+    return -1;
+  }
+  return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  struct options opts;
+  struct endpoint *src = NULL, *dst = NULL;
+  struct copy_stats stats;
+  struct progress progress;
+  int r, status = EXIT_FAILURE;
+
+  r = options_parse (argc, argv, &opts);
+  if (r != 0)
+    return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+
+  /* A closed socket must give an error, not kill the process. */
+  signal (SIGPIPE, SIG_IGN);
+
+  src = endpoint_open (opts.src, false, opts.connections, &opts);
+  if (!src)
+    goto fail;
+  describe (&opts, src);
+  dst = endpoint_open (opts.dst, true, opts.connections, &opts);
+  if (!dst)
+    goto fail;
+  describe (&opts, dst);
+  if (check_endpoints (src, dst) == -1)
+    goto fail;
+
+  settle_sizes (&opts, src, dst);
+  unsigned lanes = MIN (src->nconns, dst->nconns);
+  unsigned threads = MIN (opts.threads, lanes);
+  verbose (&opts,
+           "copying %" PRIi64 " bytes: %u lane%s on %u thread%s, "
+           "%u requests of %" PRIu32 " bytes, queue %" PRIu64
+           " bytes, sparse %" PRIi64 ", extents %s%s%s",
+           src->size, lanes, lanes == 1 ? "" : "s", threads,
+           threads == 1 ? "" : "s",
+           opts.requests, opts.request_size, opts.queue_size,
+           opts.sparse_size, opts.extents ? "on" : "off",
+           opts.destination_is_zero ? ", destination is zero" : "",
+           opts.allocated ? ", allocated" : "");
+
+  progress_init (&progress, opts.progress, opts.progress_fd);
+  r = engine_run (&opts, src, dst, src->size, progress_update, &progress,
+                  &stats);
+  progress_finish (&progress, 0, src->size, r == 0);
+  if (r == -1)
+    goto fail;
+  verbose (&opts,
+           "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64
+           " skipped, %" PRIu64 " of source never read, %" PRIu64
+           " requests; %u destination connection%s %s",
+           stats.data_bytes, stats.zero_bytes, stats.skipped_bytes,
+           stats.hole_bytes, stats.requests, stats.lanes,
+           stats.lanes == 1 ? "" : "s",
+           dst->caps.can_flush ? "flushed" : "used (no flush support)");
+  status = EXIT_SUCCESS;
+  goto out;
+
+fail:
+  fprintf (stderr, "nbdcp: %s\n", error_get ());
+out:
+  endpoint_close (src, status == EXIT_SUCCESS);
+  endpoint_close (dst, status == EXIT_SUCCESS);
+  return status;
+}

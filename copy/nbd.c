@@ -1,0 +1,424 @@
+/* The NBD endpoint: a source or destination reached through libnbd.
+ *
+ * Connections are opened in parallel with libnbd's asynchronous connect.
+ * The copy needs one working connection; the others are a bonus.  A
+ * server that takes fewer clients than asked (qemu-nbd's default
+ * --shared=1) leaves the extra ones waiting in its listen queue forever,
+ * so extras that have not finished their handshake a short while after
+ * the first one did are dropped and the copy goes on with fewer.
+ *
+ * During the copy each connection is driven by its worker's io_uring:
+ * arm() polls the socket in the direction libnbd wants, and the poll's
+ * completion calls nbd_aio_notify_read/write, which runs libnbd's state
+ * machine and the completion callbacks of finished commands.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libnbd.h>
+#include <liburing.h>
+
+#include "endpoint.h"
+#include "error.h"
+#include "options.h"
+#include "ring.h"
+
+/* How long the first connection may take to connect and handshake. */
+#define FIRST_CONNECT_TIMEOUT_MS (60 * 1000)
+/* How long extra connections may take once the first one works. */
+#define EXTRA_CONNECT_WAIT_MS 2000
+
+struct socket_poll {
+  struct ring_event ev;
+  bool armed;
+  struct conn *conn;
+};
+
+struct conn {
+  struct nbd_handle *h;
+  int fd;
+  struct socket_poll in, out;
+};
+
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* libnbd's debug messages, first line only: the rest of a message is a
+ * hex dump of the data, which would bury everything else.
+ */
+static int
+print_debug (void *user_data, const char *context, const char *msg)
+{
+  int len = strcspn (msg, "\n");
+  fprintf (stderr, "libnbd: %s: %.*s\n", context, len, msg);
+  return 0;
+}
+
+static struct nbd_handle *
+handle_create (const char *uri, bool verbose)
+{
+  struct nbd_handle *h = nbd_create ();
+  nbd_debug_callback debug = { .callback = print_debug };
+
+  if (!h)
+    return NULL;
+  if ((verbose && nbd_set_debug_callback (h, debug) == -1)
+      || nbd_set_debug (h, verbose) == -1
+      /* Buffers are only used after a successful read, so libnbd need
+         not clear them first (it does by default, at a cost). */
+      || nbd_set_pread_initialize (h, false) == -1
+      /* Let URIs name a TLS key file (tls-psk-file=). */
+      || nbd_set_uri_allow_local_file (h, true) == -1
+      || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
+      || nbd_aio_connect_uri (h, uri) == -1) {
+    error_set ("%s", nbd_get_error ());
+    nbd_close (h);
+    return NULL;
+  }
+  return h;
+}
+
+/* Runs the handshakes of H[0..N) until each is ready or has failed, or
+ * its time is up.  Entries that did not become ready are closed and set
+ * to NULL.  Returns the number that are ready; with none, error_set()
+ * says why the first one failed.
+ */
+static unsigned
+handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
+               bool verbose)
+{
+  struct pollfd *fds = calloc (n, sizeof *fds);
+  unsigned *index = calloc (n, sizeof *index);
+  int64_t start = now_ms (), deadline = start + FIRST_CONNECT_TIMEOUT_MS;
+  unsigned ready = 0;
+  bool extra_deadline_set = false;
+  char first_error[256] = "";
+
+  if (!fds || !index) {
+    free (fds);
+    free (index);
+    error_set ("out of memory");
+    return 0;
+  }
+
+  for (;;) {
+    unsigned nfds = 0, nready = 0;
+    int64_t left;
+
+    for (unsigned i = 0; i < n; i++) {
+      if (!h[i])
+        continue;
+      if (nbd_aio_is_ready (h[i]) == 1) {
+        nready++;
+        continue;
+      }
+      if (nbd_aio_is_connecting (h[i]) != 1) {
+        /* Dead or closed: it failed, and libnbd says why. */
+        if (!first_error[0])
+          snprintf (first_error, sizeof first_error, "%s",
+                    nbd_get_error () ? nbd_get_error () : "handshake failed");
+        if (verbose)
+          fprintf (stderr, "nbdcp: %s: connection %u failed: %s\n", spec,
+                   i + 1, first_error);
+        nbd_close (h[i]);
+        h[i] = NULL;
+        continue;
+      }
+      unsigned dir = nbd_aio_get_direction (h[i]);
+      fds[nfds].fd = nbd_aio_get_fd (h[i]);
+      fds[nfds].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0)
+                         | ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
+      index[nfds++] = i;
+    }
+    if (nfds == 0)
+      break;
+    if (nready > 0 && !extra_deadline_set) {
+      int64_t extra = now_ms () + EXTRA_CONNECT_WAIT_MS;
+      if (extra < deadline)
+        deadline = extra;
+      extra_deadline_set = true;
+    }
+
+    left = deadline - now_ms ();
+    if (left <= 0)
+      break;
+    if (poll (fds, nfds, left) == -1 && errno != EINTR)
+      break;
+
+    for (unsigned k = 0; k < nfds; k++) {
+      struct nbd_handle *hk = h[index[k]];
+      short re = fds[k].revents;
+      int r = 0;
+
+      if (re & (POLLIN | POLLHUP | POLLERR))
+        r = nbd_aio_notify_read (hk);
+      else if (re & POLLOUT)
+        r = nbd_aio_notify_write (hk);
+      if (r == -1 && !first_error[0])
+        snprintf (first_error, sizeof first_error, "%s", nbd_get_error ());
+    }
+  }
+
+  ready = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (!h[i])
+      continue;
+    if (nbd_aio_is_ready (h[i]) == 1) {
+      struct nbd_handle *hi = h[i];
+      h[i] = NULL;
+      h[ready++] = hi;
+      continue;
+    }
+    if (verbose)
+      fprintf (stderr,
+               "nbdcp: %s: connection %u did not finish its handshake in "
+               "time; dropped (the server may limit its clients)\n",
+               spec, i + 1);
+    nbd_close (h[i]);
+    h[i] = NULL;
+  }
+  if (ready == 0)
+    error_set ("%s: cannot connect: %s", spec,
+               first_error[0] ? first_error : "timed out during handshake");
+  free (fds);
+  free (index);
+  return ready;
+}
+
+static void socket_ready (struct ring_event *ev, int res);
+
+static void
+read_caps (struct endpoint *ep, struct nbd_handle *h)
+{
+  int64_t preferred = nbd_get_block_size (h, LIBNBD_SIZE_PREFERRED);
+  int64_t maximum = nbd_get_block_size (h, LIBNBD_SIZE_MAXIMUM);
+
+  ep->caps = (struct endpoint_caps){
+    .read_only = nbd_is_read_only (h) == 1,
+    .can_zero = nbd_can_zero (h) == 1,
+    .can_flush = nbd_can_flush (h) == 1,
+    .can_extents
+    = nbd_can_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1,
+    .multi_conn = nbd_can_multi_conn (h) == 1,
+    .preferred_block = preferred > 0 ? preferred : 0,
+    .max_request = maximum > 0 ? maximum : 0,
+  };
+}
+
+static int
+nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
+             const struct options *opts)
+{
+  struct nbd_handle **h = calloc (want, sizeof *h);
+  unsigned n = 0, ready;
+
+  if (!h) {
+    error_set ("out of memory");
+    return -1;
+  }
+  for (unsigned i = 0; i < want; i++) {
+    h[i] = handle_create (ep->spec, opts->verbose);
+    if (!h[i]) {
+      char why[512];
+      snprintf (why, sizeof why, "%s", error_get ());
+      for (unsigned j = 0; j < i; j++)
+        nbd_close (h[j]);
+      free (h);
+      error_set ("%s: %s", ep->spec, why);
+      return -1;
+    }
+  }
+  ready = handshake_all (h, want, ep->spec, opts->verbose);
+  if (ready == 0) {
+    free (h);
+    return -1;
+  }
+
+  ep->size = nbd_get_size (h[0]);
+  read_caps (ep, h[0]);
+  ep->conns = calloc (ready, sizeof *ep->conns);
+  if (!ep->conns || ep->size < 0) {
+    error_set ("%s: %s", ep->spec,
+               ep->size < 0 ? nbd_get_error () : "out of memory");
+    goto fail;
+  }
+  for (unsigned i = 0; i < ready; i++) {
+    struct conn *c = calloc (1, sizeof *c);
+    if (!c) {
+      error_set ("out of memory");
+      goto fail;
+    }
+    c->h = h[i];
+    c->fd = nbd_aio_get_fd (h[i]);
+    c->in = (struct socket_poll){ .ev.handle = socket_ready, .conn = c };
+    c->out = (struct socket_poll){ .ev.handle = socket_ready, .conn = c };
+    ep->conns[n++] = c;
+    h[i] = NULL;
+  }
+  ep->nconns = n;
+  free (h);
+  return 0;
+
+fail:
+  for (unsigned i = 0; i < n; i++) {
+    nbd_close (ep->conns[i]->h);
+    free (ep->conns[i]);
+  }
+  for (unsigned i = 0; i < ready; i++)
+    nbd_close (h[i]);
+  free (ep->conns);
+  ep->conns = NULL;
+  free (h);
+  return -1;
+}
+
+/* libnbd calls this when a command finishes; OP goes back to the engine.
+ * Returning 1 retires the command so libnbd frees it at once.
+ */
+static int
+command_done (void *user_data, int *error)
+{
+  op_complete (user_data, *error);
+  return 1;
+}
+
+#define DONE(op) ((nbd_completion_callback){ .callback = command_done,     \
+                                             .user_data = (op) })
+
+static int
+failed (void)
+{
+  error_set ("%s", nbd_get_error ());
+  return -1;
+}
+
+static int
+nbd_ep_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
+             struct op *op)
+{
+  return nbd_aio_pread (c->h, buf, len, offset, DONE (op), 0) == -1 ? failed ()
+                                                                    : 0;
+}
+
+static int
+nbd_ep_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
+              struct op *op)
+{
+  return nbd_aio_pwrite (c->h, buf, len, offset, DONE (op), 0) == -1
+             ? failed ()
+             : 0;
+}
+
+static int
+nbd_ep_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
+             struct op *op)
+{
+  uint32_t flags = allocate ? LIBNBD_CMD_FLAG_NO_HOLE : 0;
+  return nbd_aio_zero (c->h, len, offset, DONE (op), flags) == -1 ? failed ()
+                                                                  : 0;
+}
+
+static int
+got_extents (void *user_data, const char *metacontext, uint64_t offset,
+             uint32_t *entries, size_t nr_entries, int *error)
+{
+  struct extent_list *list = user_data;
+
+  if (strcmp (metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0)
+    return 0;
+  for (size_t i = 0; i + 1 < nr_entries; i += 2) {
+    /* Only ZERO lets us skip reading: a hole that is not known to read
+       as zero (a qcow2 with a backing file, say) is data. */
+    extent_list_add (list, offset, entries[i],
+                     entries[i + 1] & LIBNBD_STATE_ZERO);
+    offset += entries[i];
+  }
+  return 0;
+}
+
+static int
+nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset,
+                struct extent_list *list, struct op *op)
+{
+  nbd_extent_callback cb = { .callback = got_extents, .user_data = list };
+  return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), 0) == -1
+             ? failed ()
+             : 0;
+}
+
+static int
+nbd_ep_flush (struct conn *c, struct op *op)
+{
+  return nbd_aio_flush (c->h, DONE (op), 0) == -1 ? failed () : 0;
+}
+
+static void
+socket_ready (struct ring_event *ev, int res)
+{
+  struct socket_poll *p = (struct socket_poll *) ev;
+  struct conn *c = p->conn;
+  unsigned dir = nbd_aio_get_direction (c->h);
+
+  p->armed = false;
+  if (res < 0)
+    return; /* cancelled */
+  /* A failure here means the connection died; libnbd then fails every
+     command in flight through its completion callback, which is how the
+     engine hears of it. */
+  if (p == &c->in && (dir & LIBNBD_AIO_DIRECTION_READ))
+    nbd_aio_notify_read (c->h);
+  else if (p == &c->out && (dir & LIBNBD_AIO_DIRECTION_WRITE))
+    nbd_aio_notify_write (c->h);
+}
+
+static void
+nbd_ep_arm (struct conn *c, struct io_uring *ring)
+{
+  unsigned dir = nbd_aio_get_direction (c->h);
+
+  if ((dir & LIBNBD_AIO_DIRECTION_READ) && !c->in.armed) {
+    ring_poll (ring, c->fd, POLLIN, &c->in.ev);
+    c->in.armed = true;
+  }
+  if ((dir & LIBNBD_AIO_DIRECTION_WRITE) && !c->out.armed) {
+    ring_poll (ring, c->fd, POLLOUT, &c->out.ev);
+    c->out.armed = true;
+  }
+}
+
+static void
+nbd_ep_close (struct endpoint *ep, bool clean)
+{
+  for (unsigned i = 0; i < ep->nconns; i++) {
+    /* After a failure the server may be gone or stuck: do not wait on
+       it for a polite disconnect. */
+    if (clean)
+      nbd_shutdown (ep->conns[i]->h, 0);
+    nbd_close (ep->conns[i]->h);
+    free (ep->conns[i]);
+  }
+}
+
+const struct endpoint_ops nbd_endpoint_ops = {
+  .kind = "NBD",
+  .open = nbd_ep_open,
+  .read = nbd_ep_read,
+  .write = nbd_ep_write,
+  .zero = nbd_ep_zero,
+  .extents = nbd_ep_extents,
+  .flush = nbd_ep_flush,
+  .arm = nbd_ep_arm,
+  .close = nbd_ep_close,
+};

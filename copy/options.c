@@ -1,0 +1,303 @@
+/* Option parsing and validation: every check on the command line lives
+ * here, so main.c can trust what it gets.  Option names and meanings
+ * follow nbdcopy(1) so that scripts can switch tools without edits.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libnbd.h>
+
+#include "human_size.h"
+#include "minmax.h"
+#include "options.h"
+
+enum {
+  HELP_OPTION = CHAR_MAX + 1,
+  ALLOCATED_OPTION,
+  DESTINATION_IS_ZERO_OPTION,
+  FLUSH_OPTION,
+  NO_EXTENTS_OPTION,
+  QUEUE_SIZE_OPTION,
+  REQUEST_SIZE_OPTION,
+  SYNCHRONOUS_OPTION,
+  LONG_OPTIONS_OPTION,
+  SHORT_OPTIONS_OPTION,
+};
+
+static const char short_options[] = "+C:pR:S:T:vV";
+static const struct option long_options[] = {
+  { "help", no_argument, NULL, HELP_OPTION },
+  { "allocated", no_argument, NULL, ALLOCATED_OPTION },
+  { "connections", required_argument, NULL, 'C' },
+  { "destination-is-zero", no_argument, NULL, DESTINATION_IS_ZERO_OPTION },
+  { "target-is-zero", no_argument, NULL, DESTINATION_IS_ZERO_OPTION },
+  { "flush", no_argument, NULL, FLUSH_OPTION },
+  { "no-extents", no_argument, NULL, NO_EXTENTS_OPTION },
+  { "progress", optional_argument, NULL, 'p' },
+  { "queue-size", required_argument, NULL, QUEUE_SIZE_OPTION },
+  { "request-size", required_argument, NULL, REQUEST_SIZE_OPTION },
+  { "requests", required_argument, NULL, 'R' },
+  { "sparse", required_argument, NULL, 'S' },
+  { "synchronous", no_argument, NULL, SYNCHRONOUS_OPTION },
+  { "threads", required_argument, NULL, 'T' },
+  { "verbose", no_argument, NULL, 'v' },
+  { "version", no_argument, NULL, 'V' },
+  { "long-options", no_argument, NULL, LONG_OPTIONS_OPTION },
+  { "short-options", no_argument, NULL, SHORT_OPTIONS_OPTION },
+  { NULL, 0, NULL, 0 },
+};
+
+static const char usage_hint[] = "Try 'nbdcp --help' for more information.";
+
+static void
+print_help (void)
+{
+  printf ("nbdcp - copy a disk between NBD servers, fast and safely\n"
+          "\n"
+          "Usage:\n"
+          "  nbdcp [OPTIONS] SOURCE DESTINATION\n"
+          "\n"
+          "  SOURCE, DESTINATION := NBD-URI\n"
+          "  (files, devices, '-', 'null:' and '[ CMD ARGS ... ]' are not\n"
+          "   supported yet)\n"
+          "\n"
+          "Options:\n"
+          "  -C, --connections=N      connections per side (default 4)\n"
+          "  -T, --threads=N          worker threads (default: online CPUs,\n"
+          "                           at most the number of connections)\n"
+          "  -R, --requests=N         requests in flight per connection "
+          "(default 16)\n"
+          "      --request-size=N     bytes per request, a power of 2 from "
+          "512\n"
+          "                           to 32M (default 1M)\n"
+          "      --queue-size=N       bytes in flight per connection\n"
+          "                           (default: requests x request size)\n"
+          "  -S, --sparse=N           detect zero blocks of N bytes, a "
+          "multiple\n"
+          "                           of 512; 0 turns it off (default 4096)\n"
+          "      --allocated          leave the destination fully allocated\n"
+          "      --destination-is-zero, --target-is-zero\n"
+          "                           the destination already reads as "
+          "zero:\n"
+          "                           skip zeroing it\n"
+          "      --no-extents         read the whole source, ignoring holes\n"
+          "      --flush              flush the destination at the end "
+          "(always\n"
+          "                           done; accepted for compatibility)\n"
+          "      --synchronous        one connection, one request at a time\n"
+          "  -p, --progress[=FD]      show progress, or write 'N/100' lines "
+          "to FD\n"
+          "  -v, --verbose            say what nbdcp decides, with libnbd "
+          "debug\n"
+          "  -V, --version            print the version and exit\n"
+          "      --help               print this help and exit\n"
+          "\n"
+          "Sizes take suffixes: 512, 64K, 1M, 4G.\n"
+          "Example:\n"
+          "  nbdcp -p nbd+unix:///?socket=/tmp/src.sock "
+          "nbd+unix:///?socket=/tmp/dst.sock\n"
+          "See nbdcp(1) for everything else.\n");
+}
+
+static void
+print_version (void)
+{
+  struct nbd_handle *h = nbd_create ();
+
+  printf ("nbdcp %s\n", PACKAGE_VERSION);
+  printf ("libnbd %s\n", h ? nbd_get_version (h) : LIBNBD_PKG_VERSION);
+  printf ("liburing %s\n", LIBURING_PKG_VERSION);
+  nbd_close (h);
+}
+
+static int
+bad (const char *fmt, ...)
+{
+  va_list ap;
+
+  fprintf (stderr, "nbdcp: ");
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "\n%s\n", usage_hint);
+  return -1;
+}
+
+/* A count from 1 to MAX for options like -C, -R and -T. */
+static int
+parse_count (const char *name, const char *arg, unsigned max, unsigned *out)
+{
+  char *end;
+  long long n;
+
+  errno = 0;
+  n = strtoll (arg, &end, 10);
+  if (errno || end == arg || *end || n < 1 || n > max)
+    return bad ("%s: '%s' is not a number from 1 to %u", name, arg, max);
+  *out = n;
+  return 0;
+}
+
+static int
+parse_size (const char *name, const char *arg, int64_t *out)
+{
+  if (human_size_parse (arg, out) == -1)
+    return bad ("%s: '%s' is not a size (examples: 4096, 64K, 1M)", name,
+                arg);
+  return 0;
+}
+
+static int
+parse_progress_fd (const char *arg, int *fd)
+{
+  unsigned n;
+
+  if (parse_count ("--progress", arg, INT_MAX, &n) == -1)
+    return -1;
+  *fd = n;
+  return 0;
+}
+
+static void
+list_options (bool longs)
+{
+  const struct option *o;
+  const char *s;
+
+  if (longs) {
+    for (o = long_options; o->name; o++)
+      printf ("--%s\n", o->name);
+    return;
+  }
+  for (s = short_options; *s; s++)
+    if (*s != ':' && *s != '+')
+      printf ("-%c\n", *s);
+}
+
+int
+options_parse (int argc, char **argv, struct options *opts)
+{
+  int c;
+  int64_t size;
+
+  *opts = (struct options){
+    .connections = 4,
+    .threads = 0,
+    .requests = 16,
+    .request_size = 1024 * 1024,
+    .queue_size = 0,
+    .sparse_size = -1,
+    .flush = true,
+    .extents = true,
+    .progress_fd = -1,
+  };
+
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, short_options, long_options, NULL))
+         != -1) {
+    switch (c) {
+    case HELP_OPTION:
+      print_help ();
+      return 1;
+    case 'V':
+      print_version ();
+      return 1;
+    case LONG_OPTIONS_OPTION:
+    case SHORT_OPTIONS_OPTION:
+      list_options (c == LONG_OPTIONS_OPTION);
+      return 1;
+    case ALLOCATED_OPTION:
+      opts->allocated = true;
+      break;
+    case DESTINATION_IS_ZERO_OPTION:
+      opts->destination_is_zero = true;
+      break;
+    case FLUSH_OPTION:
+      opts->flush = true;
+      break;
+    case NO_EXTENTS_OPTION:
+      opts->extents = false;
+      break;
+    case SYNCHRONOUS_OPTION:
+      opts->synchronous = true;
+      break;
+    case 'v':
+      opts->verbose = true;
+      break;
+    case 'p':
+      opts->progress = true;
+      if (optarg && parse_progress_fd (optarg, &opts->progress_fd) == -1)
+        return bad ("--progress: '%s' is not a file descriptor", optarg);
+      break;
+    case 'C':
+      if (parse_count ("--connections", optarg, 1024, &opts->connections))
+        return -1;
+      break;
+    case 'T':
+      if (parse_count ("--threads", optarg, 1024, &opts->threads))
+        return -1;
+      break;
+    case 'R':
+      if (parse_count ("--requests", optarg, 1024, &opts->requests))
+        return -1;
+      break;
+    case REQUEST_SIZE_OPTION:
+      if (parse_size ("--request-size", optarg, &size))
+        return -1;
+      if (size < MIN_REQUEST_SIZE || size > MAX_REQUEST_SIZE
+          || !IS_POWER_OF_2 (size))
+        return bad ("--request-size: %s must be a power of 2 from 512 to 32M",
+                    optarg);
+      opts->request_size = size;
+      break;
+    case QUEUE_SIZE_OPTION:
+      if (parse_size ("--queue-size", optarg, &size))
+        return -1;
+      if (size < MIN_REQUEST_SIZE)
+        return bad ("--queue-size: %s is less than 512", optarg);
+      opts->queue_size = size;
+      break;
+    case 'S':
+      if (parse_size ("--sparse", optarg, &size))
+        return -1;
+      if (size % 512 != 0 || size > MAX_REQUEST_SIZE)
+        return bad ("--sparse: %s must be 0 or a multiple of 512 up to 32M",
+                    optarg);
+      opts->sparse_size = size;
+      break;
+    case '?':
+    default:
+      if (optopt && optopt < CHAR_MAX)
+        return bad ("unknown option or missing value: -%c", optopt);
+      return bad ("unknown option or missing value: %s", argv[optind - 1]);
+    }
+  }
+
+  if (argc - optind != 2)
+    return bad ("expected SOURCE and DESTINATION, got %d argument%s",
+                argc - optind, argc - optind == 1 ? "" : "s");
+  opts->src = argv[optind];
+  opts->dst = argv[optind + 1];
+
+  if (opts->synchronous) {
+    /* nbdcopy's --synchronous means one request at a time; here that is
+       one connection and one request in flight. */
+    opts->connections = 1;
+    opts->threads = 1;
+    opts->requests = 1;
+  }
+  if (opts->threads == 0) {
+    long n = sysconf (_SC_NPROCESSORS_ONLN);
+    opts->threads = n > 0 ? n : 1;
+  }
+  opts->threads = MIN (opts->threads, opts->connections);
+  return 0;
+}

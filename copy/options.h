@@ -1,0 +1,38 @@
+/* The command line: nbdcopy-compatible options and their validation. */
+#ifndef NBDCP_OPTIONS_H
+#define NBDCP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MAX_REQUEST_SIZE (32 * 1024 * 1024) /* the NBD protocol's limit */
+#define MIN_REQUEST_SIZE 512
+
+struct options {
+  const char *src;              /* SOURCE as given */
+  const char *dst;              /* DESTINATION as given */
+  unsigned connections;         /* -C: connections per side */
+  unsigned threads;             /* -T: 0 = number of online CPUs */
+  unsigned requests;            /* -R: requests in flight per connection */
+  uint32_t request_size;        /* --request-size: bytes per read */
+  uint64_t queue_size;          /* --queue-size: bytes in flight per
+                                   connection, 0 = requests * request_size */
+  int64_t sparse_size;          /* -S: zero-detection block, 0 = off,
+                                   -1 = default (see main.c) */
+  bool allocated;               /* --allocated */
+  bool destination_is_zero;     /* --destination-is-zero, --target-is-zero */
+  bool flush;                   /* --flush (always on; kept for scripts) */
+  bool extents;                 /* false with --no-extents */
+  bool synchronous;             /* --synchronous */
+  bool progress;                /* -p or --progress[=FD] */
+  int progress_fd;              /* --progress=FD, else -1 */
+  bool verbose;                 /* -v */
+};
+
+/* Parses ARGV into OPTS.  Returns 0 to go on and copy, 1 when the
+ * command has been fully handled (--help, -V), -1 after printing a
+ * one-line error and the usage hint to stderr.
+ */
+int options_parse (int argc, char **argv, struct options *opts);
+
+#endif

@@ -1,0 +1,28 @@
+/* Progress reporting: the -p display on stderr and the --progress=FD
+ * "N/100" lines that virt-v2v and other programs parse.
+ */
+#ifndef NBDCP_PROGRESS_H
+#define NBDCP_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct progress {
+  bool enabled;
+  int fd;                       /* --progress=FD, or -1 for stderr */
+  bool tty;                     /* stderr is a terminal: redraw one line */
+  int last_percent;             /* last percent written; -1 = none */
+  double start;                 /* seconds, monotonic */
+  double rate_time;             /* sample used for the rate */
+  uint64_t rate_bytes;
+  double rate;                  /* bytes per second, smoothed */
+};
+
+void progress_init (struct progress *p, bool enabled, int fd);
+/* Report DONE of TOTAL bytes; called a few times a second. */
+void progress_update (void *p, uint64_t done, uint64_t total);
+/* The copy is over: end the display (with 100% if it succeeded). */
+void progress_finish (struct progress *p, uint64_t done, uint64_t total,
+                      bool ok);
+
+#endif

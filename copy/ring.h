@@ -1,0 +1,35 @@
+/* Small io_uring helpers shared by the worker loop and the endpoints. */
+#ifndef NBDCP_RING_H
+#define NBDCP_RING_H
+
+#include <stdint.h>
+
+#include <liburing.h>
+
+#include "endpoint.h"
+
+/* A free SQE, submitting what is queued first if the ring is full. */
+static inline struct io_uring_sqe *
+ring_get_sqe (struct io_uring *ring)
+{
+  struct io_uring_sqe *sqe = io_uring_get_sqe (ring);
+
+  while (!sqe) {
+    io_uring_submit (ring);
+    sqe = io_uring_get_sqe (ring);
+  }
+  return sqe;
+}
+
+/* One-shot poll of FD for MASK; EV->handle runs when it fires. */
+static inline void
+ring_poll (struct io_uring *ring, int fd, unsigned mask,
+           struct ring_event *ev)
+{
+  struct io_uring_sqe *sqe = ring_get_sqe (ring);
+
+  io_uring_prep_poll_add (sqe, fd, mask);
+  io_uring_sqe_set_data (sqe, ev);
+}
+
+#endif
