@@ -143,12 +143,14 @@ job_fail (struct job *job, const char *side, const char *what,
           uint64_t offset, uint64_t length, const char *why)
 {
   pthread_mutex_lock (&job->lock);
-  if (!job->failed) {
-    job->failed = true;
+  if (!job->failed && length == 0) /* flush, or the worker itself */
+    snprintf (job->error, sizeof job->error, "%s %s failed: %s", side, what,
+              why);
+  else if (!job->failed)
     snprintf (job->error, sizeof job->error,
               "%s %s at offset %" PRIu64 " length %" PRIu64 " failed: %s",
               side, what, offset, length, why);
-  }
+  job->failed = true;
   pthread_mutex_unlock (&job->lock);
   atomic_store (&job->stop, true);
 }

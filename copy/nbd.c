@@ -223,23 +223,32 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
 {
   struct nbd_handle **h = calloc (want, sizeof *h);
   unsigned n = 0, ready;
+  char why[512] = "";
 
   if (!h) {
     error_set ("out of memory");
     return -1;
   }
+  /* A connection that fails at once (qemu-nbd's listen queue can be
+     full when it takes one client) is only fatal if none works. */
   for (unsigned i = 0; i < want; i++) {
     h[i] = handle_create (ep->spec, opts->verbose);
     if (!h[i]) {
-      char why[512];
-      snprintf (why, sizeof why, "%s", error_get ());
-      for (unsigned j = 0; j < i; j++)
-        nbd_close (h[j]);
-      free (h);
-      error_set ("%s: %s", ep->spec, why);
-      return -1;
+      if (opts->verbose || n == i)
+        snprintf (why, sizeof why, "%s", error_get ());
+      if (opts->verbose)
+        fprintf (stderr, "nbdcp: %s: connection %u failed: %s\n", ep->spec,
+                 i + 1, why);
     }
+    else
+      n++;
   }
+  if (n == 0) {
+    free (h);
+    error_set ("%s: %s", ep->spec, why);
+    return -1;
+  }
+  n = 0;
   ready = handshake_all (h, want, ep->spec, opts->verbose);
   if (ready == 0) {
     free (h);

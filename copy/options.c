@@ -155,12 +155,16 @@ parse_size (const char *name, const char *arg, int64_t *out)
   return 0;
 }
 
+/* --progress=FD: a file descriptor number, already open. */
 static int
 parse_progress_fd (const char *arg, int *fd)
 {
-  unsigned n;
+  char *end;
+  long n;
 
-  if (parse_count ("--progress", arg, INT_MAX, &n) == -1)
+  errno = 0;
+  n = strtol (arg, &end, 10);
+  if (errno || end == arg || *end || n < 0 || n > INT_MAX)
     return -1;
   *fd = n;
   return 0;

@@ -26,6 +26,20 @@ _cleanup ()
 }
 trap _cleanup EXIT
 
+# Stop every server started so far (qemu-nbd may already have exited
+# when its last client left), so that image files are closed.
+stop_servers ()
+{
+  local pid
+  for pid in "${_pids[@]}"; do
+    kill "$pid" 2>/dev/null || :
+  done
+  for pid in "${_pids[@]}"; do
+    wait "$pid" 2>/dev/null || :
+  done
+  _pids=()
+}
+
 skip ()
 {
   echo "SKIP: $*"

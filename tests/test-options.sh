@@ -1,9 +1,58 @@
 #!/bin/bash
-# Option parsing: --help, -V, --long-options and a few bad values.
+# The command line: --help, -V, the option lists, nbdcopy's options all
+# accepted, and bad values refused with exit 1, a one-line message and
+# the usage hint (no server needed: parsing happens first).
 . "${srcdir:-.}/tests/functions.sh"
 
 "$NBDCP" --help | grep -q 'nbdcp \[OPTIONS\] SOURCE DESTINATION'
 "$NBDCP" -V | grep -q '^nbdcp [0-9]'
-"$NBDCP" -V | grep -q '^libnbd '
-"$NBDCP" --long-options | grep -qx -- '--target-is-zero'
-expect_fail 'power of 2' "$NBDCP" --request-size=1000 null: null:
+"$NBDCP" -V | grep -q '^libnbd [0-9]'
+"$NBDCP" -V | grep -q '^liburing [0-9]'
+
+# Every long option nbdcopy 1.14 has is accepted by nbdcp.
+for o in --allocated --connections --destination-is-zero --flush \
+         --no-extents --progress --queue-size --request-size --requests \
+         --sparse --synchronous --target-is-zero --threads --verbose \
+         --version --help; do
+  "$NBDCP" --long-options | grep -qx -- "$o" || fail "missing option $o"
+done
+for o in -C -p -R -S -T -v -V; do
+  "$NBDCP" --short-options | grep -qx -- "$o" || fail "missing option $o"
+done
+
+bad ()
+{
+  local pattern=$1
+  shift
+  expect_fail "$pattern" "$NBDCP" "$@"
+  [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "expected message + hint: $*"
+  grep -q "^Try 'nbdcp --help'" "$tmp/err" || fail "no usage hint: $*"
+}
+
+bad 'requests.*not a number from 1' -R 0 null: null:
+bad 'requests.*not a number from 1' --requests=-4 null: null:
+bad 'connections.*not a number from 1' -C 0 null: null:
+bad 'connections.*not a number from 1' -C 99999999999999999999 null: null:
+bad 'threads.*not a number from 1' -T x null: null:
+bad 'request-size.*power of 2' --request-size=1000 null: null:
+bad 'request-size.*power of 2' --request-size=256 null: null:
+bad 'request-size.*power of 2' --request-size=64M null: null:
+bad 'request-size.*not a size' --request-size=1Q null: null:
+bad 'sparse.*multiple of 512' -S 1000 null: null:
+bad 'sparse.*not a size' --sparse=-512 null: null:
+bad 'queue-size.*not a size' --queue-size=lots null: null:
+bad 'progress.*not a file descriptor' --progress=stderr null: null:
+bad 'unknown option' --no-such-option null: null:
+bad 'unknown option' -Z null: null:
+bad 'unknown option or missing value: -R' -R
+bad 'unknown option or missing value: --request-size' --request-size
+bad 'expected SOURCE and DESTINATION, got 0 arguments'
+bad 'expected SOURCE and DESTINATION, got 1 argument$' null:
+bad 'expected SOURCE and DESTINATION, got 3 arguments' a b c
+
+# Valid values in every spelling parse (the copy then fails on the
+# endpoints, which is a different, one-line message).
+expect_fail 'null: can only be a destination' "$NBDCP" -C 2 -T 1 -R 4 \
+  --request-size=64K --queue-size=1M -S 8192 --allocated \
+  --destination-is-zero --flush --no-extents --synchronous -p -v \
+  --target-is-zero --progress=2 --sparse 0 null: null:

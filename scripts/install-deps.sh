@@ -1,0 +1,42 @@
+#!/bin/bash
+# Installs what nbdcp needs to build and test, on Debian 12, when run as
+# root; otherwise says what to install.  Sourced by demo.sh and check.sh.
+
+nbdcp_packages=(
+  build-essential autoconf automake pkg-config
+  libnbd-dev liburing-dev
+  nbdkit qemu-utils libnbd-bin
+  valgrind perl man-db python3 util-linux coreutils
+)
+
+install_deps ()
+{
+  local missing=() p
+  for p in "${nbdcp_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "nbdcp: please install: ${missing[*]}" >&2
+    echo "       (sudo apt-get install -y ${missing[*]})" >&2
+    return 1
+  fi
+  echo "Installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null &&
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Configure (if needed) and build in the source tree.
+build_nbdcp ()
+{
+  mkdir -p m4
+  if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt configure ]; then
+    autoreconf -fi >/dev/null || return 1
+  fi
+  if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
+    ./configure --enable-werror "$@" >/dev/null || return 1
+  fi
+  make -j"$(nproc)" >/dev/null
+}

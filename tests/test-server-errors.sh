@@ -1,0 +1,57 @@
+#!/bin/bash
+# A failed read, write, zero, block status or flush ends the copy with
+# exit 1 and a message naming the operation, offset, length and error;
+# no hang, never exit 0.  Errors come from nbdkit's error filter.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_filter error
+requires_nbdkit_plugin sparse-random
+
+src_size=512M
+start_nbdkit src -r sparse-random size=$src_size seed=7 percent=50
+start_nbdkit dst memory size=$src_size
+src=$(uri_of "$tmp/src.sock")
+dst=$(uri_of "$tmp/dst.sock")
+
+# Every read fails.
+start_nbdkit badread -r --filter=error sparse-random size=$src_size seed=7 percent=50 \
+  error-pread=EIO error-pread-rate=100%
+expect_fail '^nbdcp: source read at offset [0-9]+ length [0-9]+ failed: Input/output error$' \
+  "$NBDCP" "$(uri_of "$tmp/badread.sock")" "$dst"
+
+# Some reads fail, in the middle of a multi-connection copy.
+start_nbdkit someread -r --filter=error sparse-random size=$src_size seed=7 percent=50 \
+  error-pread=EIO error-pread-rate=5%
+expect_fail 'source read at offset [0-9]+ length [0-9]+ failed' \
+  "$NBDCP" -C 4 "$(uri_of "$tmp/someread.sock")" "$dst"
+
+# Block status fails.
+start_nbdkit badextents -r --filter=error sparse-random size=$src_size \
+  error-extents=EIO error-extents-rate=100%
+expect_fail 'source extents \(block status\) at offset [0-9]+ length [0-9]+ failed' \
+  "$NBDCP" "$(uri_of "$tmp/badextents.sock")" "$dst"
+
+# Writes fail (ENOSPC, so the message must carry the server's errno).
+start_nbdkit badwrite --filter=error memory size=$src_size \
+  error-pwrite=ENOSPC error-pwrite-rate=100%
+expect_fail 'destination write at offset [0-9]+ length [0-9]+ failed: No space left on device' \
+  "$NBDCP" "$src" "$(uri_of "$tmp/badwrite.sock")"
+
+# Zeroes fail.
+start_nbdkit badzero --filter=error memory size=$src_size \
+  error-zero=EIO error-zero-rate=100%
+expect_fail 'destination zero at offset [0-9]+ length [0-9]+ failed' \
+  "$NBDCP" "$src" "$(uri_of "$tmp/badzero.sock")"
+
+# Flush fails: the data all went, but the copy is not durable.  (The
+# error filter cannot fail flushes; the eval plugin can.)
+requires_nbdkit_plugin eval
+start_nbdkit badflush eval get_size='echo 4194304' can_write='exit 0' \
+  pread='dd if=/dev/zero count=$3 iflag=count_bytes status=none' \
+  pwrite='cat >/dev/null' can_flush='exit 0' \
+  flush='echo "EIO flush refused" >&2; exit 1'
+start_nbdkit small -r pattern size=4M
+expect_fail '^nbdcp: destination flush failed: Input/output error$' \
+  "$NBDCP" "$(uri_of "$tmp/small.sock")" "$(uri_of "$tmp/badflush.sock")"
+
+# The healthy pair still copies, so the failures above were the filter's.
+run_nbdcp "$src" "$dst"
