@@ -1,0 +1,100 @@
+#!/bin/bash
+# Every destination connection is flushed exactly once, after all of its own writes, with or without multi-conn.
+. "${srcdir:-.}/tests/functions.sh"
+
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin memory
+requires_nbdkit_filter log
+requires_nbdkit_filter multi-conn
+
+# check_flushes LOG CONNECTIONS: the destination saw CONNECTIONS
+# connections, and each sent exactly one Flush, which succeeded, was
+# sent when none of that connection's writes, zeroes or trims were in
+# flight any more, and was followed by no more of them.  (Without
+# multi-conn a flush only covers its own connection's writes, so this
+# is what makes the copy durable.)
+check_flushes ()
+{
+  awk -v want="$2" '
+    $3 !~ /^connection=[0-9]+$/ { next }
+    { c = substr($3, 12); act = $4 }
+    act == "Connect" { conns[c] = 1; nconn++ }
+    act == "Write" || act == "Zero" || act == "Trim" {
+      if (flushes[c] > 0) {
+        print "connection " c ": " act " after its flush"; bad = 1
+      }
+      busy[c]++
+    }
+    act == "...Write" || act == "...Zero" || act == "...Trim" { busy[c]-- }
+    act == "Flush" {
+      if (busy[c] > 0) {
+        print "connection " c ": Flush sent with " busy[c] \
+              " write(s) still in flight"
+        bad = 1
+      }
+      flushes[c]++; total++
+    }
+    act == "...Flush" && $0 !~ / return=0/ {
+      print "connection " c ": Flush failed: " $0; bad = 1
+    }
+    END {
+      if (nconn != want) {
+        print "expected " want " connections, saw " nconn + 0; bad = 1
+      }
+      for (c in conns)
+        if (flushes[c] != 1) {
+          print "connection " c ": " flushes[c] + 0 " flushes"; bad = 1
+        }
+      print nconn + 0 " connections, " total + 0 " flushes"
+      exit bad
+    }' "$1"
+}
+
+# copy NAME SIZE NBDCP-OPTIONS... -- DESTINATION-NBDKIT-ARGS...: copy a
+# sparse-random disk of SIZE to a fresh memory disk whose log is
+# $tmp/NAME.log.
+copy ()
+{
+  local name=$1 size=$2 opts=()
+  shift 2
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  start_nbdkit "$name-src" sparse-random size="$size" seed=7 percent=30 runlength=65536
+  start_nbdkit "$name" --filter=log "$@" memory size="$size" \
+    logfile="$tmp/$name.log"
+  run_nbdcp -v "${opts[@]}" "$(uri_of "$tmp/$name-src.sock")" \
+    "$(uri_of "$tmp/$name.sock")" 2>"$tmp/$name.nbdcp" || {
+    cat "$tmp/$name.nbdcp" >&2
+    fail "$name: nbdcp failed"
+  }
+  grep -q ' Write ' "$tmp/$name.log" || fail "$name: nothing was written"
+}
+
+# Four connections to a server advertising multi-conn.
+copy c4 1G -C 4 --
+check_flushes "$tmp/c4.log" 4 || fail "-C 4: not one flush per connection"
+
+# The same without multi-conn: nbdcp still uses four connections, so it
+# must still flush each of them (the log filter is outermost, so it
+# sees the client's flushes before multi-conn filters anything).
+copy nomc 1G -C 4 -- --filter=multi-conn multi-conn-mode=disable
+grep -q 'destination.*multi-conn not advertised' "$tmp/nomc.nbdcp" ||
+  fail "the multi-conn filter did not hide multi-conn"
+check_flushes "$tmp/nomc.log" 4 ||
+  fail "-C 4 without multi-conn: not one flush per connection"
+
+# A disk smaller than one segment: three of the four connections write
+# nothing, and all four are flushed all the same.
+copy small 4M -C 4 -- --filter=multi-conn multi-conn-mode=disable
+check_flushes "$tmp/small.log" 4 ||
+  fail "-C 4, small disk: not one flush per connection"
+
+# One connection: exactly one flush.
+copy c1 1G -C 1 --
+check_flushes "$tmp/c1.log" 1 || fail "-C 1: not exactly one flush"
+[ "$(grep -c ' Flush id=' "$tmp/c1.log")" -eq 1 ] ||
+  fail "-C 1: not exactly one flush"
+
+# --synchronous is one connection too.
+copy sync 64M --synchronous --
+check_flushes "$tmp/sync.log" 1 || fail "--synchronous: not exactly one flush"

@@ -1,0 +1,171 @@
+#!/bin/bash
+# nbdcp never reads what the source reports as zero, reads each data byte once, and copies exactly.
+. "${srcdir:-.}/tests/functions.sh"
+
+requires_nbdkit_plugin data
+requires_nbdkit_plugin memory
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_filter log
+requires "$QEMU_IMG"
+
+# records LOG: what the source's log says, one line each, in decimal:
+#   Z OFFSET LENGTH   an extent it reported as zero
+#   D OFFSET LENGTH   an extent it reported as data (anything not zero)
+#   R OFFSET COUNT    a read it served
+# (mawk has no strtonum and prints big numbers as 1e+09: hence hex()
+# and %.0f.)
+records ()
+{
+  awk '
+    function hex(s,  i, n) {
+      n = 0; s = tolower(s); sub(/^0x/, "", s)
+      for (i = 1; i <= length(s); i++)
+        n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+      return n
+    }
+    function arg(name,  i) {
+      for (i = 5; i <= NF; i++)
+        if (index($i, name "=") == 1)
+          return hex(substr($i, length(name) + 2))
+      print "no " name " in: " $0 > "/dev/stderr"
+      exit 1
+    }
+    $4 == "Read" { printf "R %.0f %.0f\n", arg("offset"), arg("count") }
+    $4 == "...Extents" {
+      s = $0; sub(/.*extents=\(/, "", s); sub(/\).*/, "", s)
+      n = split(s, e, " ")
+      for (i = 1; i + 2 <= n; i += 3)
+        printf "%s %.0f %.0f\n", (e[i+2] ~ /zero/ ? "Z" : "D"),
+               hex(e[i]), hex(e[i+1])
+    }' "$1"
+}
+
+# check_reads LOG SIZE: the extents the source reported cover the whole
+# disk; no read overlaps a zero extent; no byte is read twice; and the
+# bytes read add up to exactly the data extents.
+check_reads ()
+{
+  records "$1" | sort -k2,2n -k1,1 >"$tmp/records"
+  awk -v size="$2" '
+    $1 == "Z" || $1 == "D" {
+      if ($2 > covered) {
+        printf "source extents leave %.0f..%.0f unreported\n", covered, $2
+        bad = 1
+      }
+      if ($2 + $3 > covered) covered = $2 + $3
+    }
+    $1 == "Z" { zoff[nz] = $2; zend[nz] = $2 + $3; nz++ }
+    $1 == "D" {
+      s = $2 > dend ? $2 : dend; e = $2 + $3 > size ? size : $2 + $3
+      if (e > s) data += e - s
+      if (e > dend) dend = e
+    }
+    $1 == "R" {
+      roff[nr] = $2; rend[nr] = $2 + $3; nr++; read += $3
+      if ($2 < rlast) {
+        printf "read at %.0f overlaps the previous read, ending at %.0f\n",
+               $2, rlast
+        bad = 1
+      }
+      rlast = $2 + $3
+    }
+    END {
+      if (covered < size) {
+        printf "source extents stop at %.0f of %.0f\n", covered, size
+        bad = 1
+      }
+      if (nr == 0) { print "no Read in the source log"; bad = 1 }
+      for (i = 0; i < nr; i++)
+        for (j = 0; j < nz; j++)
+          if (roff[i] < zend[j] && zoff[j] < rend[i]) {
+            printf "read %.0f..%.0f overlaps zero extent %.0f..%.0f\n",
+                   roff[i], rend[i], zoff[j], zend[j]
+            bad = 1
+          }
+      if (read != data) {
+        printf "read %.0f bytes, but the data extents hold %.0f\n", read, data
+        bad = 1
+      }
+      printf "%d reads, %.0f bytes read of %.0f; %d zero extents reported\n",
+             nr, read, size, nz
+      exit bad
+    }' "$tmp/records"
+}
+
+# check_tiled LOG SIZE: the Writes and Zeroes in LOG cover 0..SIZE
+# exactly once (used for the self-copy, where the one server checks
+# every write against its own data).
+check_tiled ()
+{
+  awk '
+    function hex(s,  i, n) {
+      n = 0; s = tolower(s); sub(/^0x/, "", s)
+      for (i = 1; i <= length(s); i++)
+        n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+      return n
+    }
+    $4 == "Write" || $4 == "Zero" || $4 == "Trim" {
+      for (i = 5; i <= NF; i++) {
+        if ($i ~ /^offset=/) off = hex(substr($i, 8))
+        if ($i ~ /^count=/) cnt = hex(substr($i, 7))
+      }
+      printf "%.0f %.0f\n", off, cnt
+    }' "$1" | sort -k1,1n | awk -v size="$2" '
+    $1 < end { printf "%.0f..%.0f written twice\n", $1, end; bad = 1 }
+    $1 > end { printf "%.0f..%.0f never written\n", end, $1; bad = 1 }
+    { if ($1 + $2 > end) end = $1 + $2 }
+    END { if (end != size) { printf "writes stop at %.0f of %.0f\n", end, size
+                             bad = 1 }
+          exit bad }'
+}
+
+# 1. A source whose data is known exactly: one byte at 1M, 5000 bytes
+# straddling the first 128M segment boundary, one byte at 256M; the rest
+# is one big hole.
+start_nbdkit src --filter=log \
+  data '@1048576 1 @134215000 3*5000 @268435456 2' size=512M \
+  logfile="$tmp/src.log"
+start_nbdkit dst memory size=512M
+src=$(uri_of "$tmp/src.sock")
+dst=$(uri_of "$tmp/dst.sock")
+
+run_nbdcp "$src" "$dst"
+# Keep the copy's log apart from qemu-img's reads below.
+cp "$tmp/src.log" "$tmp/copy.log"
+check_reads "$tmp/copy.log" $((512 * 1024 * 1024)) ||
+  fail "data source: nbdcp read outside the data"
+# Independently of what the data plugin reports: every read lies within
+# 1M..2M, 127M..129M or 256M..257M, and at most 1M is read in all.
+records "$tmp/copy.log" | awk '
+  $1 == "R" {
+    M = 1048576; total += $3
+    if (!(($2 >= M && $2 + $3 <= 2 * M) ||
+          ($2 >= 127 * M && $2 + $3 <= 129 * M) ||
+          ($2 >= 256 * M && $2 + $3 <= 257 * M))) {
+      printf "read %.0f..%.0f is nowhere near the data\n", $2, $2 + $3
+      bad = 1
+    }
+  }
+  END { if (total > 1048576) { printf "%.0f bytes read\n", total; bad = 1 }
+        exit bad }' ||
+  fail "data source: nbdcp read the big hole"
+"$QEMU_IMG" compare -f raw -F raw "$src" "$dst" ||
+  fail "data source: the destination differs from the source"
+
+# 2. sparse-random, copied onto itself: the plugin fails (EIO) any write
+# or zero that does not match its own data, so the copy is right if
+# nbdcp succeeds, nothing failed and the writes cover the whole disk.
+# Small runs give many extents and many segment boundaries inside data.
+size=$((1024 * 1024 * 1024))
+start_nbdkit sr --filter=log \
+  sparse-random size=$size seed=4242 percent=25 runlength=524288 \
+  logfile="$tmp/sr.log"
+sr=$(uri_of "$tmp/sr.sock")
+run_nbdcp "$sr" "$sr" || fail "sparse-random self-copy failed"
+if grep -q 'return=-1' "$tmp/sr.log"; then
+  grep 'return=-1' "$tmp/sr.log" | head >&2
+  fail "sparse-random rejected requests"
+fi
+check_reads "$tmp/sr.log" $size || fail "sparse-random: nbdcp read a hole"
+check_tiled "$tmp/sr.log" $size ||
+  fail "sparse-random: the destination was not written exactly once"
