@@ -50,20 +50,23 @@ check_flushes ()
     }' "$1"
 }
 
-# copy NAME SIZE NBDCP-OPTIONS... -- DESTINATION-NBDKIT-ARGS...: copy a
-# sparse-random disk of SIZE to a fresh memory disk whose log is
-# $tmp/NAME.log.
+# copy NAME SIZE MULTI-CONN NBDCP-OPTIONS...: copy a sparse-random disk
+# of SIZE to a fresh memory disk whose log is $tmp/NAME.log.  Unless
+# MULTI-CONN is "-", the destination gets the multi-conn filter in that
+# mode, after the log filter: the log then sees the client's flushes
+# before the multi-conn filter can drop any.
 copy ()
 {
-  local name=$1 size=$2 opts=()
-  shift 2
-  while [ "$1" != -- ]; do opts+=("$1"); shift; done
-  shift
-  start_nbdkit "$name-src" sparse-random size="$size" seed=7 percent=30 runlength=65536
-  start_nbdkit "$name" --filter=log "$@" memory size="$size" \
-    logfile="$tmp/$name.log"
-  run_nbdcp -v "${opts[@]}" "$(uri_of "$tmp/$name-src.sock")" \
-    "$(uri_of "$tmp/$name.sock")" 2>"$tmp/$name.nbdcp" || {
+  local name=$1 size=$2 mc=() src dst
+  [ "$3" = - ] || mc=(--filter=multi-conn multi-conn-mode="$3")
+  shift 3
+  start_nbdkit "$name-src" \
+    sparse-random size="$size" seed=7 percent=5 runlength=65536
+  start_nbdkit "$name" --filter=log "${mc[@]:0:1}" \
+    memory size="$size" logfile="$tmp/$name.log" "${mc[@]:1}"
+  src=$(uri_of "$tmp/$name-src.sock")
+  dst=$(uri_of "$tmp/$name.sock")
+  run_nbdcp -v "$@" "$src" "$dst" 2>"$tmp/$name.nbdcp" || {
     cat "$tmp/$name.nbdcp" >&2
     fail "$name: nbdcp failed"
   }
@@ -71,13 +74,13 @@ copy ()
 }
 
 # Four connections to a server advertising multi-conn.
-copy c4 1G -C 4 --
+copy c4 1G - -C 4
 check_flushes "$tmp/c4.log" 4 || fail "-C 4: not one flush per connection"
 
 # The same without multi-conn: nbdcp still uses four connections, so it
 # must still flush each of them (the log filter is outermost, so it
 # sees the client's flushes before multi-conn filters anything).
-copy nomc 1G -C 4 -- --filter=multi-conn multi-conn-mode=disable
+copy nomc 1G disable -C 4
 grep -q 'destination.*multi-conn not advertised' "$tmp/nomc.nbdcp" ||
   fail "the multi-conn filter did not hide multi-conn"
 check_flushes "$tmp/nomc.log" 4 ||
@@ -85,16 +88,16 @@ check_flushes "$tmp/nomc.log" 4 ||
 
 # A disk smaller than one segment: three of the four connections write
 # nothing, and all four are flushed all the same.
-copy small 4M -C 4 -- --filter=multi-conn multi-conn-mode=disable
+copy small 4M disable -C 4
 check_flushes "$tmp/small.log" 4 ||
   fail "-C 4, small disk: not one flush per connection"
 
 # One connection: exactly one flush.
-copy c1 1G -C 1 --
+copy c1 1G - -C 1
 check_flushes "$tmp/c1.log" 1 || fail "-C 1: not exactly one flush"
 [ "$(grep -c ' Flush id=' "$tmp/c1.log")" -eq 1 ] ||
   fail "-C 1: not exactly one flush"
 
 # --synchronous is one connection too.
-copy sync 64M --synchronous --
+copy sync 64M - --synchronous
 check_flushes "$tmp/sync.log" 1 || fail "--synchronous: not exactly one flush"

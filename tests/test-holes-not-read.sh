@@ -45,7 +45,7 @@ records ()
 # bytes read add up to exactly the data extents.
 check_reads ()
 {
-  records "$1" | sort -k2,2n -k1,1 >"$tmp/records"
+  records "$1" | sort -k2,2n -k1,1 >"$tmp/records" || return 1
   awk -v size="$2" '
     $1 == "Z" || $1 == "D" {
       if ($2 > covered) {
