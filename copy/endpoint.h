@@ -25,12 +25,32 @@ struct op;                      /* one engine request; see engine.c */
 /* Finish OP; ERR is 0 or an errno value.  Defined by the engine. */
 void op_complete (struct op *op, int err);
 
+/* Finish a read of a stream that met its end: only GOT bytes were read
+ * (possibly 0), and there is nothing after them.
+ */
+void op_complete_eof (struct op *op, uint32_t got);
+
 /* io_uring completions carry the address of a ring_event as user_data;
  * the worker calls its handler with the completion's result.
  */
 struct ring_event {
   void (*handle) (struct ring_event *ev, int res);
 };
+
+/* Room in every request for the endpoint's use while it is in flight,
+ * so that endpoints that submit to the ring need no allocation.
+ */
+struct op_io {
+  struct ring_event ev;
+  struct op *op;
+  struct conn *conn;
+  char *buf;
+  uint64_t offset;
+  uint64_t len;
+  uint64_t done;
+  int kind;
+};
+struct op_io *op_io (struct op *op);
 
 /* A run of the source that is either data or reads as zero. */
 struct extent {
@@ -56,6 +76,7 @@ void extent_list_add (struct extent_list *list, uint64_t offset,
                       uint64_t length, bool zero);
 
 struct endpoint_caps {
+  bool stream;                  /* sequential only: stdin, stdout, pipes */
   bool read_only;
   bool can_zero;                /* has an efficient zero operation */
   bool can_flush;
@@ -87,6 +108,16 @@ struct endpoint_ops {
                   struct extent_list *list, struct op *op);
   int (*flush) (struct conn *c, struct op *op);
 
+  /* Optional: the worker that will drive C starts.  RING is its ring;
+     BUFS is the pool the lane's buffers come from, registered with the
+     ring as fixed buffer BUF_INDEX, or -1 if not registered. */
+  void (*attach) (struct conn *c, struct io_uring *ring, const char *bufs,
+                  size_t bufs_len, int buf_index);
+
+  /* Optional, destinations: make the destination exactly SIZE bytes
+     (regular files).  Called before the size check. */
+  int (*set_size) (struct endpoint *ep, int64_t size);
+
   /* Submit to RING whatever C waits on before the worker sleeps. */
   void (*arm) (struct conn *c, struct io_uring *ring);
 
@@ -99,20 +130,30 @@ struct endpoint {
   const struct endpoint_ops *ops;
   const char *spec;             /* as the user wrote it */
   const char *side;             /* "source" or "destination" */
-  int64_t size;
+  char **command;               /* [ CMD ARGS ... ], else NULL */
+  int64_t size;                 /* -1 if unknown (a stream source) */
   struct endpoint_caps caps;
   unsigned nconns;
   struct conn **conns;
+  void *priv;                   /* the kind's own state */
 };
 
 /* Pick the endpoint kind for SPEC and open it.  Returns NULL after
  * error_set() on failure.
  */
-struct endpoint *endpoint_open (const char *spec, bool writable,
-                                unsigned want, const struct options *opts);
+struct endpoint *endpoint_open (const char *spec, char **command,
+                                bool writable, unsigned want,
+                                const struct options *opts);
 void endpoint_close (struct endpoint *ep, bool clean);
+
+/* True if SPEC names a stream (stdin/stdout, a pipe, a socket, a
+ * character device): such copies run one request at a time, in order.
+ */
+bool endpoint_is_stream (const char *spec);
 
 extern const struct endpoint_ops nbd_endpoint_ops;
 extern const struct endpoint_ops null_endpoint_ops;
+extern const struct endpoint_ops file_endpoint_ops;
+extern const struct endpoint_ops pipe_endpoint_ops;
 
 #endif

@@ -14,9 +14,14 @@
  *              are written, zero runs are zeroed;
  *   all of a buffer's writes done -> the buffer goes back to the pool.
  * When no segments are left and nothing is in flight, the lane flushes
- * its destination connection.  Every connection that wrote is flushed
- * because, without multi-conn, a flush only covers the writes made on
- * its own connection.
+ * its destination connection.  Every connection is flushed (even one
+ * that had nothing to write) because, without multi-conn, a flush only
+ * covers the writes made on its own connection.
+ *
+ * Copies to or from a stream (a pipe, stdin, stdout) run ordered: one
+ * lane, and nothing new is issued while anything is in flight, so the
+ * stream sees every byte in order.  A stream source has no size; the
+ * copy ends where its first short read says the stream ended.
  *
  * Requests complete through op_complete(), called from inside the
  * endpoints' event handling.  It only queues the op on the worker's
@@ -38,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <liburing.h>
@@ -61,6 +67,7 @@ struct lane;
 struct buffer;
 
 struct op {
+  struct op_io io;              /* the endpoint's, while in flight */
   struct op *next;              /* on the worker's done list */
   struct lane *lane;
   struct buffer *buf;           /* the buffer a read fills or a run drains */
@@ -103,6 +110,7 @@ struct lane {
   uint64_t pos;                 /* next byte to issue */
   uint64_t segment_end;
   bool no_more_segments;
+  bool eof;                     /* a stream source has ended */
 
   unsigned inflight;            /* requests in flight, both sides */
   struct copy_stats stats;
@@ -113,6 +121,7 @@ struct worker {
   struct job *job;
   struct io_uring ring;
   bool ring_ready;
+  bool buffers_registered;
   struct lane **lanes;
   unsigned nlanes;
   struct op *done_head, **done_tail;
@@ -121,7 +130,9 @@ struct worker {
 struct job {
   const struct options *opts;
   struct endpoint *src, *dst;
-  uint64_t size;
+  atomic_uint_fast64_t size;    /* UINT64_MAX until a stream ends */
+  uint64_t nsegments;
+  bool ordered;                 /* a stream is involved */
   uint32_t request_size;
   uint64_t queue_size;
   const char *zero_buffer;      /* for destinations that cannot zero */
@@ -168,6 +179,26 @@ count_done (struct lane *l, uint64_t bytes)
                              memory_order_relaxed);
 }
 
+struct op_io *
+op_io (struct op *op)
+{
+  return &op->io;
+}
+
+void
+op_complete_eof (struct op *op, uint32_t got)
+{
+  struct lane *l = op->lane;
+  struct buffer *b = op->buf;
+
+  /* Only reads of a stream end early; the buffer holds less. */
+  l->queued_bytes -= b->len - got;
+  b->len = got;
+  op->length = got;
+  l->eof = true;
+  op_complete (op, 0);
+}
+
 void
 op_complete (struct op *op, int err)
 {
@@ -186,12 +217,12 @@ lane_take_segment (struct lane *l)
   struct job *job = l->job;
   uint64_t index = atomic_fetch_add (&job->next_segment, 1);
 
-  if (index >= (job->size + SEGMENT_SIZE - 1) / SEGMENT_SIZE) {
+  if (l->eof || index >= job->nsegments) {
     l->no_more_segments = true;
     return false;
   }
   l->pos = index * SEGMENT_SIZE;
-  l->segment_end = MIN (l->pos + SEGMENT_SIZE, job->size);
+  l->segment_end = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size));
   return true;
 }
 
@@ -356,8 +387,11 @@ lane_issue (struct lane *l)
     struct extent *e;
     int r;
 
+    if (l->job->ordered && l->inflight > 0)
+      return;
+
     if (l->next_extent == l->extents.len) {
-      if (l->extents_busy)
+      if (l->extents_busy || l->eof)
         return;
       if (l->pos == l->segment_end && !lane_take_segment (l))
         return;
@@ -452,7 +486,13 @@ lane_op_done (struct lane *l, struct op *op)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
     break;
   case OP_READ:
-    if (op->err || job_stopped (job))
+    if (l->eof) {
+      /* The stream ended here: this is the size of the copy. */
+      l->next_extent = l->extents.len;
+      l->no_more_segments = true;
+      atomic_store (&job->size, op->offset + op->length);
+    }
+    if (op->err || job_stopped (job) || op->length == 0)
       buffer_release (l, op->buf);
     else
       lane_write_buffer (l, op->buf);
@@ -573,6 +613,41 @@ worker_run (void *arg)
   return NULL;
 }
 
+/* Let endpoints that do their I/O on the ring know the ring, and
+ * register the lanes' pools with it as fixed buffers (one per lane) so
+ * the kernel maps them once rather than on every request.  If the
+ * kernel refuses (memory limits), requests simply go unregistered.
+ */
+static void
+worker_attach (struct worker *w)
+{
+  struct job *job = w->job;
+  struct iovec *iov;
+
+  if (!job->src->ops->attach && !job->dst->ops->attach)
+    return;
+  iov = calloc (w->nlanes, sizeof *iov);
+  if (!iov)
+    return; /* attach needs it; engine_run's caller has failed already */
+  for (unsigned i = 0; i < w->nlanes; i++) {
+    iov[i].iov_base = w->lanes[i]->pool.base;
+    iov[i].iov_len = w->lanes[i]->pool.size * w->lanes[i]->pool.count;
+  }
+  w->buffers_registered
+      = io_uring_register_buffers (&w->ring, iov, w->nlanes) == 0;
+  for (unsigned i = 0; i < w->nlanes; i++) {
+    struct lane *l = w->lanes[i];
+    int index = w->buffers_registered ? (int) i : -1;
+    if (job->src->ops->attach)
+      job->src->ops->attach (l->src, &w->ring, iov[i].iov_base,
+                             iov[i].iov_len, index);
+    if (job->dst->ops->attach)
+      job->dst->ops->attach (l->dst, &w->ring, iov[i].iov_base,
+                             iov[i].iov_len, index);
+  }
+  free (iov);
+}
+
 static int
 lane_init (struct lane *l, struct job *job, struct conn *src,
            struct conn *dst)
@@ -641,7 +716,9 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
     pthread_cond_timedwait (&job->workers_changed, &job->lock, &ts);
     if (progress) {
       pthread_mutex_unlock (&job->lock);
-      progress (progress_arg, atomic_load (&job->bytes_done), job->size);
+      uint64_t total = atomic_load (&job->size);
+      progress (progress_arg, atomic_load (&job->bytes_done),
+                total == UINT64_MAX ? 0 : total);
       pthread_mutex_lock (&job->lock);
     }
   }
@@ -655,6 +732,9 @@ engine_run (const struct options *opts, struct endpoint *src,
 {
   struct job job = {
     .opts = opts, .src = src, .dst = dst, .size = size,
+    .nsegments = size == UINT64_MAX ? UINT64_MAX
+                                    : (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE,
+    .ordered = src->caps.stream || dst->caps.stream,
     .request_size = opts->request_size,
     .queue_size = opts->queue_size,
   };
@@ -711,6 +791,7 @@ engine_run (const struct options *opts, struct endpoint *src,
       goto out;
     }
     w->ring_ready = true;
+    worker_attach (w);
   }
 
   job.workers_running = nworkers;
@@ -733,8 +814,9 @@ engine_run (const struct options *opts, struct endpoint *src,
     stats_add (stats, &lanes[i].stats);
   stats->lanes = nlanes;
   stats->workers = nworkers;
+  stats->total_bytes = atomic_load (&job.size);
   if (progress)
-    progress (progress_arg, atomic_load (&job.bytes_done), size);
+    progress (progress_arg, atomic_load (&job.bytes_done), stats->total_bytes);
 
   if (job.failed)
     error_set ("%s", job.error);

@@ -11,6 +11,7 @@
 #define SEGMENT_SIZE ((uint64_t) 128 * 1024 * 1024)
 
 struct copy_stats {
+  uint64_t total_bytes;         /* the size copied (known at the end) */
   uint64_t data_bytes;          /* written as data */
   uint64_t zero_bytes;          /* zeroed on the destination */
   uint64_t skipped_bytes;       /* left alone: --destination-is-zero */
@@ -23,7 +24,8 @@ struct copy_stats {
 /* Called a few times a second from the main thread while copying. */
 typedef void (*progress_fn) (void *arg, uint64_t done, uint64_t total);
 
-/* Copies the first SIZE bytes of SRC to DST with the settings in OPTS
+/* Copies the first SIZE bytes (UINT64_MAX: until a stream source ends)
+ * of SRC to DST with the settings in OPTS
  * (already validated and adjusted to the endpoints by main).  Returns 0
  * when every byte was written and every destination connection that
  * was used was flushed; -1 after error_set() otherwise.

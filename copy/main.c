@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "endpoint.h"
 #include "engine.h"
@@ -106,13 +107,27 @@ check_endpoints (const struct endpoint *src, const struct endpoint *dst)
     error_set ("destination %s is read-only", dst->spec);
     return -1;
   }
-  if (dst->size < src->size) {
+  if (src->size >= 0 && dst->size < src->size) {
     error_set ("destination %s (%" PRIi64 " bytes) is smaller than "
                "source %s (%" PRIi64 " bytes)",
                dst->spec, dst->size, src->spec, src->size);
     return -1;
   }
   return 0;
+}
+
+/* Copying a file onto itself would read what it has just written. */
+static bool
+same_file (const struct endpoint *src, const struct endpoint *dst)
+{
+  struct stat a, b;
+
+  if (src->ops != &file_endpoint_ops || dst->ops != &file_endpoint_ops
+      || stat (src->spec, &a) == -1 || stat (dst->spec, &b) == -1
+      || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+    return false;
+  error_set ("source and destination are the same file: %s", src->spec);
+  return true;
 }
 
 int
@@ -131,12 +146,22 @@ main (int argc, char **argv)
   /* A closed socket must give an error, not kill the process. */
   signal (SIGPIPE, SIG_IGN);
 
-  src = endpoint_open (opts.src, false, opts.connections, &opts);
+  /* A stream is copied in order, on one connection. */
+  if ((!opts.src_command && endpoint_is_stream (opts.src))
+      || (!opts.dst_command && endpoint_is_stream (opts.dst)))
+    opts.connections = opts.threads = 1;
+
+  src = endpoint_open (opts.src, opts.src_command, false,
+                       opts.src_command ? 1 : opts.connections, &opts);
   if (!src)
     goto fail;
   describe (&opts, src);
-  dst = endpoint_open (opts.dst, true, opts.connections, &opts);
+  dst = endpoint_open (opts.dst, opts.dst_command, true,
+                       opts.dst_command ? 1 : opts.connections, &opts);
   if (!dst)
+    goto fail;
+  if (same_file (src, dst)
+      || (dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1))
     goto fail;
   describe (&opts, dst);
   if (check_endpoints (src, dst) == -1)
@@ -146,7 +171,7 @@ main (int argc, char **argv)
   unsigned lanes = MIN (src->nconns, dst->nconns);
   unsigned threads = MIN (opts.threads, lanes);
   verbose (&opts,
-           "copying %" PRIi64 " bytes: %u lane%s on %u thread%s, "
+           "copying %" PRIi64 " bytes (-1: until the stream ends): %u lane%s on %u thread%s, "
            "%u requests of %" PRIu32 " bytes, queue %" PRIu64
            " bytes, sparse %" PRIi64 ", extents %s%s%s",
            src->size, lanes, lanes == 1 ? "" : "s", threads,
@@ -157,10 +182,14 @@ main (int argc, char **argv)
            opts.allocated ? ", allocated" : "");
 
   progress_init (&progress, opts.progress, opts.progress_fd);
-  r = engine_run (&opts, src, dst, src->size, progress_update, &progress,
-                  &stats);
-  progress_finish (&progress, 0, src->size, r == 0);
+  r = engine_run (&opts, src, dst, src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
+                  progress_update, &progress, &stats);
+  progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (r == -1)
+    goto fail;
+  /* A file written from a stream ends where the stream did. */
+  if (src->size < 0 && dst->ops->set_size
+      && dst->ops->set_size (dst, stats.total_bytes) == -1)
     goto fail;
   verbose (&opts,
            "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64

@@ -66,8 +66,11 @@ print_debug (void *user_data, const char *context, const char *msg)
   return 0;
 }
 
+/* A handle connecting to EP: its URI, or its [ CMD ] run as a
+ * subprocess with systemd socket activation.
+ */
 static struct nbd_handle *
-handle_create (const char *uri, bool verbose)
+handle_create (const struct endpoint *ep, bool verbose)
 {
   struct nbd_handle *h = nbd_create ();
   nbd_debug_callback debug = { .callback = print_debug };
@@ -82,7 +85,10 @@ handle_create (const char *uri, bool verbose)
       /* Let URIs name a TLS key file (tls-psk-file=). */
       || nbd_set_uri_allow_local_file (h, true) == -1
       || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
-      || nbd_aio_connect_uri (h, uri) == -1) {
+      || (ep->command
+              ? nbd_aio_connect_systemd_socket_activation (h, ep->command)
+              : nbd_aio_connect_uri (h, ep->spec))
+             == -1) {
     error_set ("%s", nbd_get_error ());
     nbd_close (h);
     return NULL;
@@ -232,7 +238,7 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   /* A connection that fails at once (qemu-nbd's listen queue can be
      full when it takes one client) is only fatal if none works. */
   for (unsigned i = 0; i < want; i++) {
-    h[i] = handle_create (ep->spec, opts->verbose);
+    h[i] = handle_create (ep, opts->verbose);
     if (!h[i]) {
       if (opts->verbose || n == i)
         snprintf (why, sizeof why, "%s", error_get ());

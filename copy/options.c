@@ -23,6 +23,7 @@ enum {
   HELP_OPTION = CHAR_MAX + 1,
   ALLOCATED_OPTION,
   DESTINATION_IS_ZERO_OPTION,
+  DIRECT_OPTION,
   FLUSH_OPTION,
   NO_EXTENTS_OPTION,
   QUEUE_SIZE_OPTION,
@@ -38,6 +39,7 @@ static const struct option long_options[] = {
   { "allocated", no_argument, NULL, ALLOCATED_OPTION },
   { "connections", required_argument, NULL, 'C' },
   { "destination-is-zero", no_argument, NULL, DESTINATION_IS_ZERO_OPTION },
+  { "direct", no_argument, NULL, DIRECT_OPTION },
   { "target-is-zero", no_argument, NULL, DESTINATION_IS_ZERO_OPTION },
   { "flush", no_argument, NULL, FLUSH_OPTION },
   { "no-extents", no_argument, NULL, NO_EXTENTS_OPTION },
@@ -65,9 +67,12 @@ print_help (void)
           "Usage:\n"
           "  nbdcp [OPTIONS] SOURCE DESTINATION\n"
           "\n"
-          "  SOURCE, DESTINATION := NBD-URI\n"
-          "  (files, devices, '-', 'null:' and '[ CMD ARGS ... ]' are not\n"
-          "   supported yet)\n"
+          "  SOURCE, DESTINATION := NBD-URI | FILE | DEVICE | - |"
+          " [ CMD ARGS ... ]\n"
+          "  DESTINATION += null:\n"
+          "  ('-' is stdin or stdout; '[ CMD ]' runs an NBD server with\n"
+          "   socket activation; write 'nbdcp -- [ ... ]' so CMD's options\n"
+          "   are not taken for nbdcp's)\n"
           "\n"
           "Options:\n"
           "  -C, --connections=N      connections per side (default 4)\n"
@@ -93,6 +98,8 @@ print_help (void)
           "(always\n"
           "                           done; accepted for compatibility)\n"
           "      --synchronous        one connection, one request at a time\n"
+          "      --direct             open local files and devices with "
+          "O_DIRECT\n"
           "  -p, --progress[=FD]      show progress, or write 'N/100' lines "
           "to FD\n"
           "  -v, --verbose            say what nbdcp decides, with libnbd "
@@ -186,6 +193,53 @@ list_options (bool longs)
       printf ("-%c\n", *s);
 }
 
+/* Take the next endpoint from ARGV[*i]: a word, or "[ CMD ARGS ... ]",
+ * whose words are left in ARGV (the "]" becomes NULL) for *COMMAND.
+ */
+static int
+parse_endpoint (int argc, char **argv, int *i, const char **spec,
+                char ***command)
+{
+  if (strcmp (argv[*i], "[") != 0) {
+    *spec = argv[(*i)++];
+    *command = NULL;
+    return 0;
+  }
+  for (int j = *i + 1; j < argc; j++) {
+    if (strcmp (argv[j], "]") == 0) {
+      if (j == *i + 1)
+        return bad ("'[ ]' needs a command between the brackets");
+      argv[j] = NULL;
+      *command = &argv[*i + 1];
+      *spec = argv[*i + 1];
+      *i = j + 1;
+      return 0;
+    }
+  }
+  return bad ("'[' without a matching ']' (a subprocess server is written "
+              "[ CMD ARGS ... ], with spaces around the brackets)");
+}
+
+static int
+parse_endpoints (int argc, char **argv, struct options *opts)
+{
+  int i = optind, n = argc - optind;
+
+  if (n >= 1 && parse_endpoint (argc, argv, &i, &opts->src,
+                                &opts->src_command) == -1)
+    return -1;
+  if (i < argc && parse_endpoint (argc, argv, &i, &opts->dst,
+                                  &opts->dst_command) == -1)
+    return -1;
+  if (n < 2 || i != argc)
+    return bad ("expected SOURCE and DESTINATION, got %d argument%s", n,
+                n == 1 ? "" : "s");
+  if (strcmp (opts->src, "-") == 0 && !opts->src_command
+      && strcmp (opts->dst, "-") == 0 && !opts->dst_command)
+    return bad ("'-' cannot be both SOURCE (stdin) and DESTINATION (stdout)");
+  return 0;
+}
+
 int
 options_parse (int argc, char **argv, struct options *opts)
 {
@@ -223,6 +277,9 @@ options_parse (int argc, char **argv, struct options *opts)
       break;
     case DESTINATION_IS_ZERO_OPTION:
       opts->destination_is_zero = true;
+      break;
+    case DIRECT_OPTION:
+      opts->direct = true;
       break;
     case FLUSH_OPTION:
       opts->flush = true;
@@ -285,11 +342,8 @@ options_parse (int argc, char **argv, struct options *opts)
     }
   }
 
-  if (argc - optind != 2)
-    return bad ("expected SOURCE and DESTINATION, got %d argument%s",
-                argc - optind, argc - optind == 1 ? "" : "s");
-  opts->src = argv[optind];
-  opts->dst = argv[optind + 1];
+  if (parse_endpoints (argc, argv, opts) == -1)
+    return -1;
 
   if (opts->synchronous) {
     /* nbdcopy's --synchronous means one request at a time; here that is

@@ -11,6 +11,8 @@
 struct options {
   const char *src;              /* SOURCE as given */
   const char *dst;              /* DESTINATION as given */
+  char **src_command;           /* SOURCE was [ CMD ARGS ... ], else NULL */
+  char **dst_command;
   unsigned connections;         /* -C: connections per side */
   unsigned threads;             /* -T: 0 = number of online CPUs */
   unsigned requests;            /* -R: requests in flight per connection */
@@ -24,6 +26,7 @@ struct options {
   bool flush;                   /* --flush (always on; kept for scripts) */
   bool extents;                 /* false with --no-extents */
   bool synchronous;             /* --synchronous */
+  bool direct;                  /* --direct: O_DIRECT for local files */
   bool progress;                /* -p or --progress[=FD] */
   int progress_fd;              /* --progress=FD, else -1 */
   bool verbose;                 /* -v */

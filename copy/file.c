@@ -1,0 +1,410 @@
+/* The file endpoint: regular files and block devices, read and written
+ * asynchronously on the worker's own io_uring.
+ *
+ * Every connection shares the one open file (files are as good as
+ * multi-conn: each worker has its own ring and writes its own regions).
+ * Reads and writes into the lane's pool use the pool registered with the
+ * ring (READ_FIXED/WRITE_FIXED), which spares the kernel from mapping
+ * the pages on every request.
+ *
+ * Holes come from SEEK_DATA/SEEK_HOLE (regular files; devices report
+ * everything as data).  Zeroing is fallocate through the ring:
+ * PUNCH_HOLE|KEEP_SIZE, or ZERO_RANGE with --allocated; both work on
+ * block devices too, where the kernel turns them into discard-with-
+ * zeroes or write-zeroes.  Where the file system or device refuses, the
+ * range is written with zeroes instead.  Flush is fdatasync via the ring.
+ *
+ * With --direct the file is also opened O_DIRECT, and requests whose
+ * offset, length and buffer are aligned use it; the rest (an unaligned
+ * tail, say) go through the page cache on the ordinary descriptor.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "endpoint.h"
+#include "error.h"
+#include "minmax.h"
+#include "options.h"
+#include "ring.h"
+
+/* Bytes of zeroes written at a time where fallocate cannot zero. */
+#define ZERO_CHUNK (1024 * 1024)
+/* O_DIRECT alignment that works on every device we expect. */
+#define DIRECT_ALIGN 4096
+
+enum file_op { FILE_READ, FILE_WRITE, FILE_ZERO, FILE_ZERO_ALLOCATE, FILE_FLUSH };
+
+struct file {
+  int fd;
+  int direct_fd;                /* O_DIRECT descriptor, or -1 */
+  bool is_device;
+  char *zeroes;                 /* ZERO_CHUNK bytes, for fallbacks */
+};
+
+struct conn {
+  struct file *file;
+  struct io_uring *ring;
+  const char *bufs;             /* the lane's registered pool */
+  size_t bufs_len;
+  int buf_index;
+};
+
+static int
+file_open (struct endpoint *ep, bool writable, unsigned want,
+           const struct options *opts)
+{
+  int flags = (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC;
+  struct file *f = calloc (1, sizeof *f);
+  struct stat st;
+
+  if (!f) {
+    error_set ("out of memory");
+    return -1;
+  }
+  f->direct_fd = -1;
+  f->fd = open (ep->spec, flags, 0644);
+  if (f->fd == -1) {
+    error_set ("%s: %s", ep->spec, strerror (errno));
+    goto fail;
+  }
+  if (fstat (f->fd, &st) == -1) {
+    error_set ("%s: %s", ep->spec, strerror (errno));
+    goto fail;
+  }
+  if (S_ISBLK (st.st_mode)) {
+    uint64_t size;
+    if (ioctl (f->fd, BLKGETSIZE64, &size) == -1) {
+      error_set ("%s: BLKGETSIZE64: %s", ep->spec, strerror (errno));
+      goto fail;
+    }
+    f->is_device = true;
+    ep->size = size;
+  }
+  else if (S_ISREG (st.st_mode))
+    ep->size = st.st_size;
+  else {
+    error_set ("%s: not a regular file or block device", ep->spec);
+    goto fail;
+  }
+  if (opts->direct) {
+    f->direct_fd = open (ep->spec, (flags & ~O_CREAT) | O_DIRECT);
+    if (f->direct_fd == -1) {
+      error_set ("%s: cannot open with O_DIRECT (--direct): %s", ep->spec,
+                 strerror (errno));
+      goto fail;
+    }
+  }
+  f->zeroes = calloc (1, ZERO_CHUNK);
+  ep->conns = calloc (want, sizeof *ep->conns);
+  if (!f->zeroes || !ep->conns) {
+    error_set ("out of memory");
+    goto fail;
+  }
+  for (ep->nconns = 0; ep->nconns < want; ep->nconns++) {
+    struct conn *c = calloc (1, sizeof *c);
+    if (!c) {
+      error_set ("out of memory");
+      goto fail;
+    }
+    c->file = f;
+    c->buf_index = -1;
+    ep->conns[ep->nconns] = c;
+  }
+  ep->caps = (struct endpoint_caps){
+    .can_zero = true,
+    .can_flush = true,
+    .can_extents = !f->is_device,
+    .multi_conn = true,
+    .preferred_block = st.st_blksize > 0 ? st.st_blksize : 4096,
+  };
+  ep->priv = f;
+  return 0;
+
+fail:
+  if (ep->conns)
+    for (unsigned i = 0; i < ep->nconns; i++)
+      free (ep->conns[i]);
+  free (ep->conns);
+  ep->conns = NULL;
+  ep->nconns = 0;
+  if (f->fd >= 0)
+    close (f->fd);
+  if (f->direct_fd >= 0)
+    close (f->direct_fd);
+  free (f->zeroes);
+  free (f);
+  return -1;
+}
+
+static int
+file_set_size (struct endpoint *ep, int64_t size)
+{
+  struct file *f = ep->priv;
+
+  /* Devices have the size they have; main checks it is enough. */
+  if (f->is_device || size < 0)
+    return 0;
+  if (ftruncate (f->fd, size) == -1) {
+    error_set ("%s: cannot set size to %" PRIi64 ": %s", ep->spec, size,
+               strerror (errno));
+    return -1;
+  }
+  ep->size = size;
+  return 0;
+}
+
+static void
+file_attach (struct conn *c, struct io_uring *ring, const char *bufs,
+             size_t bufs_len, int buf_index)
+{
+  c->ring = ring;
+  c->bufs = bufs;
+  c->bufs_len = bufs_len;
+  c->buf_index = buf_index;
+}
+
+static bool
+in_pool (const struct conn *c, const char *buf, uint64_t len)
+{
+  return c->buf_index >= 0 && buf >= c->bufs
+         && buf + len <= c->bufs + c->bufs_len;
+}
+
+/* The descriptor for a request: O_DIRECT when it is aligned. */
+static int
+fd_for (const struct conn *c, const char *buf, uint64_t len, uint64_t offset)
+{
+  const struct file *f = c->file;
+
+  if (f->direct_fd >= 0 && offset % DIRECT_ALIGN == 0
+      && len % DIRECT_ALIGN == 0 && (uintptr_t) buf % DIRECT_ALIGN == 0)
+    return f->direct_fd;
+  return f->fd;
+}
+
+static void file_done (struct ring_event *ev, int res);
+
+/* Queue the (rest of the) request in IO on the ring. */
+static void
+submit (struct op_io *io)
+{
+  struct conn *c = io->conn;
+  struct io_uring_sqe *sqe = ring_get_sqe (c->ring);
+  char *buf = io->buf + io->done;
+  uint64_t offset = io->offset + io->done;
+  unsigned len = io->len - io->done;
+  int fd = fd_for (c, buf, len, offset);
+
+  switch (io->kind) {
+  case FILE_READ:
+    if (in_pool (c, buf, len))
+      io_uring_prep_read_fixed (sqe, fd, buf, len, offset, c->buf_index);
+    else
+      io_uring_prep_read (sqe, fd, buf, len, offset);
+    break;
+  case FILE_WRITE:
+    if (in_pool (c, buf, len))
+      io_uring_prep_write_fixed (sqe, fd, buf, len, offset, c->buf_index);
+    else
+      io_uring_prep_write (sqe, fd, buf, len, offset);
+    break;
+  case FILE_ZERO:
+    io_uring_prep_fallocate (sqe, c->file->fd,
+                             FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                             io->offset, io->len);
+    break;
+  case FILE_ZERO_ALLOCATE:
+    io_uring_prep_fallocate (sqe, c->file->fd, FALLOC_FL_ZERO_RANGE,
+                             io->offset, io->len);
+    break;
+  case FILE_FLUSH:
+    io_uring_prep_fsync (sqe, c->file->fd, IORING_FSYNC_DATASYNC);
+    break;
+  }
+  io_uring_sqe_set_data (sqe, &io->ev);
+}
+
+static int
+start (struct conn *c, struct op *op, int kind, char *buf, uint64_t len,
+       uint64_t offset)
+{
+  struct op_io *io = op_io (op);
+
+  if (!c->ring) {
+    error_set ("file connection used before its worker attached it");
+    return -1;
+  }
+  *io = (struct op_io){
+    .ev.handle = file_done, .op = op, .conn = c, .buf = buf,
+    .offset = offset, .len = len, .kind = kind,
+  };
+  submit (io);
+  return 0;
+}
+
+/* fallocate could not zero here: write zeroes, synchronously (this is
+ * the rare path of file systems and devices without hole punching).
+ */
+static int
+write_zeroes (struct file *f, uint64_t offset, uint64_t len)
+{
+  while (len > 0) {
+    ssize_t n = pwrite (f->fd, f->zeroes, MIN (len, (uint64_t) ZERO_CHUNK),
+                        offset);
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n == 0 ? EIO : errno;
+    offset += n;
+    len -= n;
+  }
+  return 0;
+}
+
+static void
+file_done (struct ring_event *ev, int res)
+{
+  struct op_io *io = (struct op_io *) ev;
+
+  if (res == -EINTR || res == -EAGAIN) {
+    submit (io);
+    return;
+  }
+  if ((io->kind == FILE_ZERO || io->kind == FILE_ZERO_ALLOCATE)
+      && (res == -EOPNOTSUPP || res == -EINVAL || res == -ENODEV)) {
+    op_complete (io->op, write_zeroes (io->conn->file, io->offset, io->len));
+    return;
+  }
+  if (res < 0) {
+    op_complete (io->op, -res);
+    return;
+  }
+  if (io->kind == FILE_READ || io->kind == FILE_WRITE) {
+    if (res == 0) {
+      /* The file is shorter than it was when we opened it. */
+      op_complete (io->op, EIO);
+      return;
+    }
+    io->done += res;
+    if (io->done < io->len) {
+      submit (io); /* a short read or write: do the rest */
+      return;
+    }
+  }
+  op_complete (io->op, 0);
+}
+
+static int
+file_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
+           struct op *op)
+{
+  return start (c, op, FILE_READ, buf, len, offset);
+}
+
+static int
+file_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
+            struct op *op)
+{
+  /* Never written through: the ring only reads from it. */
+  return start (c, op, FILE_WRITE, (char *) buf, len, offset);
+}
+
+static int
+file_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
+           struct op *op)
+{
+  return start (c, op, allocate ? FILE_ZERO_ALLOCATE : FILE_ZERO, NULL, len,
+                offset);
+}
+
+static int
+file_flush (struct conn *c, struct op *op)
+{
+  return start (c, op, FILE_FLUSH, NULL, 0, 0);
+}
+
+/* SEEK_DATA/SEEK_HOLE are answered from the file system's metadata
+ * without I/O, so they run right here and the op finishes at once.
+ */
+static int
+file_extents (struct conn *c, uint64_t len, uint64_t offset,
+              struct extent_list *list, struct op *op)
+{
+  int fd = c->file->fd;
+  uint64_t end = offset + len, pos = offset;
+
+  while (pos < end && !list->full) {
+    off_t data = lseek (fd, pos, SEEK_DATA);
+    off_t hole;
+
+    if (data == -1 && errno == ENXIO)
+      data = end; /* nothing but hole up to the end of the file */
+    else if (data == -1) {
+      error_set ("lseek SEEK_DATA: %s", strerror (errno));
+      return -1;
+    }
+    if ((uint64_t) data > pos) {
+      extent_list_add (list, pos, MIN ((uint64_t) data, end) - pos, true);
+      pos = MIN ((uint64_t) data, end);
+      continue;
+    }
+    hole = lseek (fd, pos, SEEK_HOLE);
+    if (hole == -1) {
+      error_set ("lseek SEEK_HOLE: %s", strerror (errno));
+      return -1;
+    }
+    extent_list_add (list, pos, MIN ((uint64_t) hole, end) - pos, false);
+    pos = MIN ((uint64_t) hole, end);
+  }
+  op_complete (op, 0);
+  return 0;
+}
+
+static void
+file_arm (struct conn *c, struct io_uring *ring)
+{
+  /* Requests were put on the ring when they were made. */
+}
+
+static void
+file_close (struct endpoint *ep, bool clean)
+{
+  struct file *f = ep->priv;
+
+  for (unsigned i = 0; i < ep->nconns; i++)
+    free (ep->conns[i]);
+  if (!f)
+    return;
+  close (f->fd);
+  if (f->direct_fd >= 0)
+    close (f->direct_fd);
+  free (f->zeroes);
+  free (f);
+}
+
+const struct endpoint_ops file_endpoint_ops = {
+  .kind = "file",
+  .open = file_open,
+  .read = file_read,
+  .write = file_write,
+  .zero = file_zero,
+  .extents = file_extents,
+  .flush = file_flush,
+  .attach = file_attach,
+  .set_size = file_set_size,
+  .arm = file_arm,
+  .close = file_close,
+};

@@ -1,0 +1,189 @@
+/* The stream endpoint: standard input or output ('-'), pipes, sockets
+ * and character devices.  Streams cannot seek, so the engine runs copies
+ * that involve one strictly in order, one request at a time; every
+ * request here finishes inside the call.  Zeroes become real zero bytes.
+ * A stream source has no size: it is read until it ends.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "endpoint.h"
+#include "error.h"
+#include "minmax.h"
+#include "options.h"
+
+#define ZERO_CHUNK (256 * 1024)
+
+struct conn {
+  int fd;
+  bool owned;                   /* opened here, so closed here */
+  uint64_t pos;                 /* next offset the stream is at */
+};
+
+static const char zeroes[ZERO_CHUNK];
+
+static int
+pipe_open (struct endpoint *ep, bool writable, unsigned want,
+           const struct options *opts)
+{
+  struct conn *c = calloc (1, sizeof *c);
+
+  ep->conns = calloc (1, sizeof *ep->conns);
+  if (!c || !ep->conns) {
+    free (c);
+    free (ep->conns);
+    ep->conns = NULL;
+    error_set ("out of memory");
+    return -1;
+  }
+  if (strcmp (ep->spec, "-") == 0)
+    c->fd = writable ? STDOUT_FILENO : STDIN_FILENO;
+  else {
+    c->fd = open (ep->spec, (writable ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+    if (c->fd == -1) {
+      error_set ("%s: %s", ep->spec, strerror (errno));
+      free (c);
+      free (ep->conns);
+      ep->conns = NULL;
+      return -1;
+    }
+    c->owned = true;
+  }
+  ep->conns[0] = c;
+  ep->nconns = 1; /* one stream, whatever was asked */
+  ep->size = writable ? INT64_MAX : -1;
+  ep->caps = (struct endpoint_caps){ .stream = true, .can_zero = true };
+  return 0;
+}
+
+/* A stream only goes forward: a request anywhere else is a bug. */
+static int
+check_position (struct conn *c, uint64_t offset)
+{
+  if (offset != c->pos) {
+    error_set ("stream request at offset %" PRIu64 " but the stream is at %"
+               PRIu64, offset, c->pos);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+pipe_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
+           struct op *op)
+{
+  uint32_t got = 0;
+
+  if (check_position (c, offset) == -1)
+    return -1;
+  while (got < len) {
+    ssize_t n = read (c->fd, (char *) buf + got, len - got);
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1) {
+      op_complete (op, errno);
+      return 0;
+    }
+    if (n == 0)
+      break;
+    got += n;
+  }
+  c->pos += got;
+  if (got < len)
+    op_complete_eof (op, got);
+  else
+    op_complete (op, 0);
+  return 0;
+}
+
+static int
+write_all (struct conn *c, const char *buf, uint64_t len)
+{
+  while (len > 0) {
+    ssize_t n = write (c->fd, buf, len);
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1)
+      return errno;
+    buf += n;
+    len -= n;
+    c->pos += n;
+  }
+  return 0;
+}
+
+static int
+pipe_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
+            struct op *op)
+{
+  if (check_position (c, offset) == -1)
+    return -1;
+  op_complete (op, write_all (c, buf, len));
+  return 0;
+}
+
+static int
+pipe_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
+           struct op *op)
+{
+  int err = 0;
+
+  if (check_position (c, offset) == -1)
+    return -1;
+  while (len > 0 && err == 0) {
+    uint64_t n = MIN (len, (uint64_t) ZERO_CHUNK);
+    err = write_all (c, zeroes, n);
+    len -= n;
+  }
+  op_complete (op, err);
+  return 0;
+}
+
+static int
+pipe_extents (struct conn *c, uint64_t len, uint64_t offset,
+              struct extent_list *list, struct op *op)
+{
+  error_set ("a stream has no extents");
+  return -1;
+}
+
+static int
+pipe_flush (struct conn *c, struct op *op)
+{
+  op_complete (op, 0);
+  return 0;
+}
+
+static void
+pipe_arm (struct conn *c, struct io_uring *ring)
+{
+}
+
+static void
+pipe_close (struct endpoint *ep, bool clean)
+{
+  for (unsigned i = 0; i < ep->nconns; i++) {
+    if (ep->conns[i]->owned)
+      close (ep->conns[i]->fd);
+    free (ep->conns[i]);
+  }
+}
+
+const struct endpoint_ops pipe_endpoint_ops = {
+  .kind = "stream",
+  .open = pipe_open,
+  .read = pipe_read,
+  .write = pipe_write,
+  .zero = pipe_zero,
+  .extents = pipe_extents,
+  .flush = pipe_flush,
+  .arm = pipe_arm,
+  .close = pipe_close,
+};
