@@ -88,6 +88,7 @@ struct buffer {
 enum lane_state { LANE_COPYING, LANE_FLUSHING, LANE_DONE };
 
 struct lane {
+  unsigned index;               /* for messages */
   struct job *job;
   struct worker *worker;
   struct conn *src, *dst;
@@ -512,6 +513,9 @@ lane_op_done (struct lane *l, struct op *op)
       buffer_release (l, op->buf);
     break;
   case OP_FLUSH:
+    if (job->opts->verbose && !op->err)
+      fprintf (stderr, "nbdcp: destination connection %u flushed\n",
+               l->index + 1);
     l->state = LANE_DONE;
     break;
   }
@@ -649,7 +653,7 @@ worker_attach (struct worker *w)
 }
 
 static int
-lane_init (struct lane *l, struct job *job, struct conn *src,
+lane_init (struct lane *l, unsigned index, struct job *job, struct conn *src,
            struct conn *dst)
 {
   const struct options *opts = job->opts;
@@ -659,7 +663,7 @@ lane_init (struct lane *l, struct job *job, struct conn *src,
   if (job->queue_size / job->request_size < nbuffers)
     nbuffers = MAX (job->queue_size / job->request_size, (uint64_t) 1);
 
-  *l = (struct lane){ .job = job, .src = src, .dst = dst };
+  *l = (struct lane){ .index = index, .job = job, .src = src, .dst = dst };
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;
   if (pool_init (&l->pool, nbuffers, job->request_size) == -1)
@@ -764,7 +768,7 @@ engine_run (const struct options *opts, struct endpoint *src,
   }
 
   for (unsigned i = 0; i < nlanes; i++)
-    if (lane_init (&lanes[i], &job, src->conns[i], dst->conns[i]) == -1)
+    if (lane_init (&lanes[i], i, &job, src->conns[i], dst->conns[i]) == -1)
       goto out;
 
   /* Lanes are dealt out to workers round robin; each worker's lanes

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "endpoint.h"
 #include "engine.h"
@@ -22,6 +23,7 @@
 #include "minmax.h"
 #include "options.h"
 #include "progress.h"
+#include "stats.h"
 
 /* The zero-detection block when -S is not given. */
 #define DEFAULT_SPARSE_SIZE 4096
@@ -59,6 +61,14 @@ describe (const struct options *opts, const struct endpoint *ep)
            ep->caps.can_zero ? "yes" : "no", ep->caps.can_flush ? "yes" : "no",
            ep->caps.can_extents ? "yes" : "no", ep->caps.preferred_block,
            ep->caps.max_request);
+}
+
+static double
+now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Largest power of 2 not above N (N >= 1). */
@@ -182,9 +192,18 @@ main (int argc, char **argv)
            opts.allocated ? ", allocated" : "");
 
   progress_init (&progress, opts.progress, opts.progress_fd);
-  r = engine_run (&opts, src, dst, src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
+  double start = now ();
+  r = engine_run (&opts, src, dst,
+                  src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
                   progress_update, &progress, &stats);
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
+  if (opts.stats) {
+    struct stats_context ctx = {
+      .src_connections = src->nconns, .dst_connections = dst->nconns,
+      .elapsed = now () - start, .ok = r == 0,
+    };
+    stats_print (&stats, &ctx, opts.stats_json);
+  }
   if (r == -1)
     goto fail;
   /* A file written from a stream ends where the stream did. */

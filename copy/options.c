@@ -29,6 +29,7 @@ enum {
   QUEUE_SIZE_OPTION,
   REQUEST_SIZE_OPTION,
   SYNCHRONOUS_OPTION,
+  STATS_OPTION,
   LONG_OPTIONS_OPTION,
   SHORT_OPTIONS_OPTION,
 };
@@ -49,6 +50,7 @@ static const struct option long_options[] = {
   { "requests", required_argument, NULL, 'R' },
   { "sparse", required_argument, NULL, 'S' },
   { "synchronous", no_argument, NULL, SYNCHRONOUS_OPTION },
+  { "stats", optional_argument, NULL, STATS_OPTION },
   { "threads", required_argument, NULL, 'T' },
   { "verbose", no_argument, NULL, 'v' },
   { "version", no_argument, NULL, 'V' },
@@ -102,6 +104,10 @@ print_help (void)
           "O_DIRECT\n"
           "  -p, --progress[=FD]      show progress, or write 'N/100' lines "
           "to FD\n"
+          "      --stats[=json]       print what was copied, zeroed and "
+          "skipped\n"
+          "                           at the end (as one JSON object with "
+          "=json)\n"
           "  -v, --verbose            say what nbdcp decides, with libnbd "
           "debug\n"
           "  -V, --version            print the version and exit\n"
@@ -289,6 +295,13 @@ options_parse (int argc, char **argv, struct options *opts)
       break;
     case SYNCHRONOUS_OPTION:
       opts->synchronous = true;
+      break;
+    case STATS_OPTION:
+      opts->stats = true;
+      if (optarg && strcmp (optarg, "json") == 0)
+        opts->stats_json = true;
+      else if (optarg && strcmp (optarg, "text") != 0)
+        return bad ("--stats: '%s' is not 'text' or 'json'", optarg);
       break;
     case 'v':
       opts->verbose = true;

@@ -30,6 +30,8 @@ struct options {
   bool progress;                /* -p or --progress[=FD] */
   int progress_fd;              /* --progress=FD, else -1 */
   bool verbose;                 /* -v */
+  bool stats;                   /* --stats[=json] */
+  bool stats_json;
 };
 
 /* Parses ARGV into OPTS.  Returns 0 to go on and copy, 1 when the

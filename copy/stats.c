@@ -1,0 +1,67 @@
+/* --stats: what the copy did, for people (text) and programs (JSON, one
+ * object on one line of stderr).  Every byte of the source is counted
+ * once as data written, zeroed, or skipped (--destination-is-zero), so
+ * those three add up to the size; "holes" says how much of the zeroed or
+ * skipped part was never read because the source reported it as zero.
+ */
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "human_size.h"
+#include "stats.h"
+
+static void
+print_text (const struct copy_stats *s, const struct stats_context *ctx)
+{
+  char a[32], b[32], c[32], d[32], e[32];
+  double rate = ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0;
+
+  fprintf (stderr,
+           "nbdcp: %s %s in %.2f s (%s/s)\n"
+           "  data written   %s (%" PRIu64 " bytes)\n"
+           "  zeroed         %s (%" PRIu64 " bytes)\n"
+           "  skipped        %s (%" PRIu64 " bytes, --destination-is-zero)\n"
+           "  never read     %s (%" PRIu64 " bytes of holes and zeroes)\n"
+           "  requests       %" PRIu64 "\n"
+           "  connections    source %u, destination %u; %u lane%s on %u "
+           "thread%s\n",
+           ctx->ok ? "copied" : "FAILED after",
+           human_size_format (s->total_bytes, a, sizeof a), ctx->elapsed,
+           human_size_format (rate, b, sizeof b),
+           human_size_format (s->data_bytes, c, sizeof c), s->data_bytes,
+           human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,
+           human_size_format (s->skipped_bytes, e, sizeof e),
+           s->skipped_bytes,
+           human_size_format (s->hole_bytes, a, sizeof a), s->hole_bytes,
+           s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
+           s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");
+}
+
+static void
+print_json (const struct copy_stats *s, const struct stats_context *ctx)
+{
+  fprintf (stderr,
+           "{\"ok\": %s, \"size\": %" PRIu64 ", \"data_bytes\": %" PRIu64
+           ", \"zero_bytes\": %" PRIu64 ", \"skipped_bytes\": %" PRIu64
+           ", \"hole_bytes\": %" PRIu64 ", \"requests\": %" PRIu64
+           ", \"source_connections\": %u, \"destination_connections\": %u"
+           ", \"lanes\": %u, \"threads\": %u, \"elapsed_seconds\": %.6f"
+           ", \"bytes_per_second\": %.0f}\n",
+           ctx->ok ? "true" : "false", s->total_bytes, s->data_bytes,
+           s->zero_bytes, s->skipped_bytes, s->hole_bytes, s->requests,
+           ctx->src_connections, ctx->dst_connections, s->lanes, s->workers,
+           ctx->elapsed,
+           ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0.0);
+}
+
+void
+stats_print (const struct copy_stats *s, const struct stats_context *ctx,
+             bool json)
+{
+  if (json)
+    print_json (s, ctx);
+  else
+    print_text (s, ctx);
+}

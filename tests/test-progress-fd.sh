@@ -1,0 +1,43 @@
+#!/bin/bash
+# --progress=FD writes "N/100" lines, only going up, ending with 100/100,
+# for NBD, file and stream copies: the format virt-v2v parses.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_filter delay
+
+check_progress ()
+{
+  local file=$1 what=$2
+  [ -s "$file" ] || fail "$what: no progress written"
+  if grep -Evq '^[0-9]+/100$' "$file"; then
+    cat "$file" >&2
+    fail "$what: a progress line is not N/100"
+  fi
+  sed 's,/100,,' "$file" |
+    awk '$1 < last || $1 > 100 { bad = 1 } { last = $1 } END { exit bad }' ||
+    fail "$what: progress went backwards or past 100: $(tr '\n' ' ' <"$file")"
+  [ "$(tail -n 1 "$file")" = "100/100" ] || fail "$what: last line is not 100/100"
+  [ "$(grep -c '^100/100$' "$file")" -eq 1 ] || fail "$what: 100/100 more than once"
+}
+
+# NBD to NBD, slowed down so that several lines are written.
+start_nbdkit src -r --filter=delay sparse-random size=256M percent=100 \
+  rdelay=20ms seed=3
+start_nbdkit dst memory size=256M
+run_nbdcp --progress=3 -C 2 -R 2 "$(uri_of "$tmp/src.sock")" \
+  "$(uri_of "$tmp/dst.sock")" 3>"$tmp/p1"
+check_progress "$tmp/p1" "nbd -> nbd"
+[ "$(wc -l <"$tmp/p1")" -ge 3 ] || fail "nbd -> nbd: expected several lines"
+
+# NBD to a file, and the file to a stream.
+run_nbdcp --progress=5 "$(uri_of "$tmp/dst.sock")" "$tmp/disk.raw" 5>"$tmp/p2"
+check_progress "$tmp/p2" "nbd -> file"
+run_nbdcp --progress=4 "$tmp/disk.raw" - 4>"$tmp/p3" | cmp - "$tmp/disk.raw"
+check_progress "$tmp/p3" "file -> stream"
+# A stream source has no size: still N/100 lines, ending at 100/100.
+cat "$tmp/disk.raw" | run_nbdcp --progress=3 - null: 3>"$tmp/p4"
+check_progress "$tmp/p4" "stream -> null:"
+
+# A failed copy never claims 100/100.
+expect_fail 'read-only' "$NBDCP" --progress=3 "$tmp/disk.raw" \
+  "$(uri_of "$tmp/src.sock")" 3>"$tmp/p5"
+! grep -q '^100/100$' "$tmp/p5" || fail "failed copy wrote 100/100"

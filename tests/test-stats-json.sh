@@ -1,0 +1,50 @@
+#!/bin/bash
+# --stats=json is one valid JSON object whose byte counts add up to the
+# disk size (data + zeroed + skipped), with the holes of a known source
+# counted as never read.  --stats prints the text summary.
+. "${srcdir:-.}/tests/functions.sh"
+requires python3
+
+# 512 MiB with two pages of data: everything else is hole.
+start_nbdkit src -r data '@1048576 1 @268435456 2' size=512M
+start_nbdkit dst memory size=512M
+src=$(uri_of "$tmp/src.sock")
+dst=$(uri_of "$tmp/dst.sock")
+
+check ()
+{
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+with open(sys.argv[1]) as f:
+    lines = [l for l in f if l.startswith("{")]
+assert len(lines) == 1, "expected one JSON line, got %d" % len(lines)
+s = json.loads(lines[0])
+size = 512 * 1024 * 1024
+assert s["ok"] is True, s
+assert s["size"] == size, s
+assert s["data_bytes"] + s["zero_bytes"] + s["skipped_bytes"] == size, s
+assert s["data_bytes"] > 0 and s["data_bytes"] <= 2 * 65536, s
+assert s["hole_bytes"] >= size - 2 * 65536, s
+assert s["source_connections"] >= 1 and s["destination_connections"] >= 1, s
+if sys.argv[2] == "skip":
+    assert s["zero_bytes"] == 0 and s["skipped_bytes"] > 0, s
+else:
+    assert s["skipped_bytes"] == 0 and s["zero_bytes"] > 0, s
+PY
+}
+
+run_nbdcp --stats=json "$src" "$dst" 2>"$tmp/s1"
+check "$tmp/s1" zero || fail "stats do not add up: $(cat "$tmp/s1")"
+run_nbdcp --stats=json --destination-is-zero "$src" "$dst" 2>"$tmp/s2"
+check "$tmp/s2" skip || fail "stats do not add up: $(cat "$tmp/s2")"
+
+run_nbdcp --stats "$src" "$dst" 2>"$tmp/s3"
+grep -q '^nbdcp: copied 512.0 MiB in' "$tmp/s3" || fail "no text summary"
+grep -q 'data written' "$tmp/s3" || fail "no data line in the summary"
+
+# A failed copy reports "ok": false.
+start_nbdkit bad --filter=error memory size=512M error-pwrite=EIO \
+  error-pwrite-rate=100%
+expect_fail 'destination write' "$NBDCP" --stats=json "$src" \
+  "$(uri_of "$tmp/bad.sock")"
+grep -q '"ok": false' "$tmp/err" || fail "failed copy not reported as such"
