@@ -118,6 +118,10 @@ struct endpoint_ops {
      (regular files).  Called before the size check. */
   int (*set_size) (struct endpoint *ep, int64_t size);
 
+  /* Optional: make C's requests in flight fail soon (the server stopped
+     answering, or the user interrupted).  Called from another thread. */
+  void (*abort) (struct conn *c);
+
   /* Submit to RING whatever C waits on before the worker sleeps. */
   void (*arm) (struct conn *c, struct io_uring *ring);
 

@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,8 @@ struct op {
   enum op_kind kind;
   uint64_t offset, length;
   int err;
+  bool in_flight;
+  int64_t sent_ms;              /* when it was sent, for --timeout */
 };
 
 struct buffer {
@@ -141,20 +144,25 @@ struct job {
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */
   atomic_bool stop;
+  atomic_bool abort;            /* in-flight requests must be cut off */
+  const volatile sig_atomic_t *interrupted;
 
   pthread_mutex_t lock;         /* guards the fields below */
   pthread_cond_t workers_changed;
   unsigned workers_running;
   bool failed;
+  int error_code;               /* errno of the first failure, or 0 */
   char error[1024];
 };
 
 /* Record the first failure and stop every lane from issuing more. */
 static void
-job_fail (struct job *job, const char *side, const char *what,
-          uint64_t offset, uint64_t length, const char *why)
+job_fail_code (struct job *job, const char *side, const char *what,
+               uint64_t offset, uint64_t length, const char *why, int code)
 {
   pthread_mutex_lock (&job->lock);
+  if (!job->failed)
+    job->error_code = code;
   if (!job->failed && length == 0) /* flush, or the worker itself */
     snprintf (job->error, sizeof job->error, "%s %s failed: %s", side, what,
               why);
@@ -165,6 +173,25 @@ job_fail (struct job *job, const char *side, const char *what,
   job->failed = true;
   pthread_mutex_unlock (&job->lock);
   atomic_store (&job->stop, true);
+}
+
+/* A failure that is not one request's: the whole message is TEXT. */
+static void
+job_fail_text (struct job *job, const char *text)
+{
+  pthread_mutex_lock (&job->lock);
+  if (!job->failed)
+    snprintf (job->error, sizeof job->error, "%s", text);
+  job->failed = true;
+  pthread_mutex_unlock (&job->lock);
+  atomic_store (&job->stop, true);
+}
+
+static void
+job_fail (struct job *job, const char *side, const char *what,
+          uint64_t offset, uint64_t length, const char *why)
+{
+  job_fail_code (job, side, what, offset, length, why, 0);
 }
 
 static bool
@@ -211,6 +238,25 @@ op_complete (struct op *op, int err)
   w->done_tail = &op->next;
 }
 
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* OP has been sent.  The time is only read when --timeout is on. */
+static void
+lane_sent (struct lane *l, struct op *op)
+{
+  op->in_flight = true;
+  if (l->job->opts->timeout_ms)
+    op->sent_ms = now_ms ();
+  l->inflight++;
+  l->stats.requests++;
+}
+
 /* Take the next segment from the shared counter.  False if none left. */
 static bool
 lane_take_segment (struct lane *l)
@@ -252,8 +298,7 @@ lane_fetch_extents (struct lane *l)
     return -1;
   }
   l->extents_busy = true;
-  l->inflight++;
-  l->stats.requests++;
+  lane_sent (l, op);
   return 0;
 }
 
@@ -305,8 +350,7 @@ lane_zero (struct lane *l, struct op *op, uint64_t offset, uint64_t len)
               offset, len, error_get ());
     return -1;
   }
-  l->inflight++;
-  l->stats.requests++;
+  lane_sent (l, op);
   return 0;
 }
 
@@ -374,8 +418,7 @@ lane_issue_read (struct lane *l, struct extent *e)
     return -1;
   }
   l->queued_bytes += len;
-  l->inflight++;
-  l->stats.requests++;
+  lane_sent (l, &b->read);
   lane_advance (l, e, len);
   return 0;
 }
@@ -455,8 +498,7 @@ lane_write_buffer (struct lane *l, struct buffer *b)
                   error_get ());
         break;
       }
-      l->inflight++;
-      l->stats.requests++;
+      lane_sent (l, op);
     }
     b->pending++;
   }
@@ -475,9 +517,10 @@ lane_op_done (struct lane *l, struct op *op)
   };
 
   l->inflight--;
+  op->in_flight = false;
   if (op->err)
-    job_fail (job, src_side ? "source" : "destination", names[op->kind],
-              op->offset, op->length, strerror (op->err));
+    job_fail_code (job, src_side ? "source" : "destination", names[op->kind],
+                   op->offset, op->length, strerror (op->err), op->err);
 
   switch (op->kind) {
   case OP_EXTENTS:
@@ -543,8 +586,7 @@ lane_check_finished (struct lane *l)
     l->state = LANE_DONE;
     return;
   }
-  l->inflight++;
-  l->stats.requests++;
+  lane_sent (l, &l->flush_op);
   l->state = LANE_FLUSHING;
 }
 
@@ -561,16 +603,94 @@ worker_process_done (struct worker *w)
   }
 }
 
+static const char *
+op_name (const struct op *op)
+{
+  static const char *names[] = {
+    [OP_READ] = "source read", [OP_WRITE] = "destination write",
+    [OP_ZERO] = "destination zero",
+    [OP_EXTENTS] = "source extents (block status)",
+    [OP_FLUSH] = "destination flush",
+  };
+  return names[op->kind];
+}
+
+/* The request of L that has waited longest, or NULL. */
+static const struct op *
+lane_oldest_op (const struct lane *l)
+{
+  const struct op *oldest = NULL;
+
+#define CONSIDER(o)                                                           \
+  do {                                                                        \
+    if ((o)->in_flight && (!oldest || (o)->sent_ms < oldest->sent_ms))        \
+      oldest = (o);                                                           \
+  } while (0)
+  CONSIDER (&l->extents_op);
+  CONSIDER (&l->flush_op);
+  for (unsigned i = 0; i < l->pool.count; i++) {
+    CONSIDER (&l->buffers[i].read);
+    for (unsigned j = 0; j < RUNS_PER_BUFFER; j++)
+      CONSIDER (&l->buffers[i].runs[j]);
+  }
+  for (unsigned i = 0; i < l->job->opts->requests; i++)
+    CONSIDER (&l->zero_ops[i]);
+#undef CONSIDER
+  return oldest;
+}
+
+/* --timeout: fail the copy if a request has had no reply for too long,
+ * and have every connection cut off so the copy can end.
+ */
+static void
+worker_check_timeouts (struct worker *w)
+{
+  struct job *job = w->job;
+  int64_t now = now_ms (), limit = job->opts->timeout_ms;
+
+  for (unsigned i = 0; i < w->nlanes; i++) {
+    const struct op *op = lane_oldest_op (w->lanes[i]);
+    char why[64];
+
+    if (!op || now - op->sent_ms < limit)
+      continue;
+    snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
+              limit / 1000.0);
+    const char *name = op_name (op);
+    const char *space = strchr (name, ' ');
+    char side[16];
+    snprintf (side, sizeof side, "%.*s", (int) (space - name), name);
+    job_fail_code (job, side, space + 1, op->offset, op->length, why,
+                   ETIMEDOUT);
+    atomic_store (&job->abort, true);
+    return;
+  }
+}
+
 static void
 worker_wait (struct worker *w)
 {
   struct io_uring *ring = &w->ring;
   struct io_uring_cqe *cqe;
   unsigned head, seen = 0;
+  int64_t timeout_ms = w->job->opts->timeout_ms;
   int r;
 
-  r = io_uring_submit_and_wait (ring, 1);
-  if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
+  if (timeout_ms) {
+    /* Wake at least every quarter of the timeout to check on requests. */
+    int64_t tick = MAX (timeout_ms / 4, (int64_t) 10);
+    struct __kernel_timespec ts = {
+      .tv_sec = tick / 1000, .tv_nsec = (tick % 1000) * 1000000,
+    };
+    r = io_uring_submit_and_wait_timeout (ring, &cqe, 1, &ts, NULL);
+    if (r == -ETIME) {
+      worker_check_timeouts (w);
+      return;
+    }
+  }
+  else
+    r = io_uring_submit_and_wait (ring, 1);
+  if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY && r != -ETIME) {
     job_fail (w->job, "worker", "io_uring wait", 0, 0, strerror (-r));
     return;
   }
@@ -705,8 +825,21 @@ stats_add (struct copy_stats *sum, const struct copy_stats *s)
 
 /* Wait for the workers, calling PROGRESS now and then. */
 static void
+job_abort_connections (struct job *job)
+{
+  struct endpoint *eps[] = { job->src, job->dst };
+
+  for (unsigned e = 0; e < 2; e++)
+    if (eps[e]->ops->abort)
+      for (unsigned i = 0; i < eps[e]->nconns; i++)
+        eps[e]->ops->abort (eps[e]->conns[i]);
+}
+
+static void
 job_wait (struct job *job, progress_fn progress, void *progress_arg)
 {
+  bool aborted = false;
+
   pthread_mutex_lock (&job->lock);
   while (job->workers_running > 0) {
     struct timespec ts;
@@ -718,6 +851,21 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
       ts.tv_nsec -= 1000000000;
     }
     pthread_cond_timedwait (&job->workers_changed, &job->lock, &ts);
+    if (job->interrupted && *job->interrupted && !atomic_load (&job->abort)) {
+      char why[64];
+      snprintf (why, sizeof why, "interrupted by signal %d (%s)",
+                (int) *job->interrupted, strsignal (*job->interrupted));
+      pthread_mutex_unlock (&job->lock);
+      job_fail_text (job, why);
+      atomic_store (&job->abort, true);
+      pthread_mutex_lock (&job->lock);
+    }
+    if (atomic_load (&job->abort) && !aborted) {
+      /* Requests in flight may never be answered: cut every connection
+         so they fail and the workers can finish. */
+      job_abort_connections (job);
+      aborted = true;
+    }
     if (progress) {
       pthread_mutex_unlock (&job->lock);
       uint64_t total = atomic_load (&job->size);
@@ -732,13 +880,15 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
 int
 engine_run (const struct options *opts, struct endpoint *src,
             struct endpoint *dst, uint64_t size, progress_fn progress,
-            void *progress_arg, struct copy_stats *stats)
+            void *progress_arg, const volatile sig_atomic_t *interrupted,
+            struct copy_stats *stats)
 {
   struct job job = {
     .opts = opts, .src = src, .dst = dst, .size = size,
     .nsegments = size == UINT64_MAX ? UINT64_MAX
                                     : (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE,
     .ordered = src->caps.stream || dst->caps.stream,
+    .interrupted = interrupted,
     .request_size = opts->request_size,
     .queue_size = opts->queue_size,
   };
@@ -822,6 +972,7 @@ engine_run (const struct options *opts, struct endpoint *src,
   if (progress)
     progress (progress_arg, atomic_load (&job.bytes_done), stats->total_bytes);
 
+  stats->error = job.error_code;
   if (job.failed)
     error_set ("%s", job.error);
   else

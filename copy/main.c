@@ -8,6 +8,7 @@
  */
 #include <config.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -61,6 +62,29 @@ describe (const struct options *opts, const struct endpoint *ep)
            ep->caps.can_zero ? "yes" : "no", ep->caps.can_flush ? "yes" : "no",
            ep->caps.can_extents ? "yes" : "no", ep->caps.preferred_block,
            ep->caps.max_request);
+}
+
+/* Set by SIGINT/SIGTERM/SIGHUP while copying; the engine polls it. */
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal (int signum)
+{
+  interrupted = signum;
+}
+
+/* Until copying starts, a signal simply ends nbdcp (the kernel closes
+ * the sockets and subprocess servers die with us); while copying, it
+ * stops the copy so that connections are closed properly.
+ */
+static void
+catch_signals (bool on)
+{
+  struct sigaction sa = { .sa_handler = on ? on_signal : SIG_DFL };
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+  sigaction (SIGHUP, &sa, NULL);
 }
 
 static double
@@ -193,9 +217,11 @@ main (int argc, char **argv)
 
   progress_init (&progress, opts.progress, opts.progress_fd);
   double start = now ();
+  catch_signals (true);
   r = engine_run (&opts, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
-                  progress_update, &progress, &stats);
+                  progress_update, &progress, &interrupted, &stats);
+  catch_signals (false);
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
@@ -204,6 +230,8 @@ main (int argc, char **argv)
     };
     stats_print (&stats, &ctx, opts.stats_json);
   }
+  if (r == -1 && stats.error == EPIPE && dst->caps.stream && !opts.verbose)
+    goto out; /* the reader went away (| head): end quietly */
   if (r == -1)
     goto fail;
   /* A file written from a stream ends where the stream did. */
@@ -226,5 +254,6 @@ fail:
 out:
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
-  return status;
+  /* Interrupted: the shell's convention, 128 + the signal number. */
+  return interrupted ? 128 + interrupted : status;
 }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <libnbd.h>
@@ -413,6 +414,16 @@ nbd_ep_arm (struct conn *c, struct io_uring *ring)
   }
 }
 
+/* Shut the socket down: the worker's poll fires, libnbd reads end of
+ * file and fails every command in flight.  The descriptor stays open,
+ * so nothing else can be given its number meanwhile.
+ */
+static void
+nbd_ep_abort (struct conn *c)
+{
+  shutdown (c->fd, SHUT_RDWR);
+}
+
 static void
 nbd_ep_close (struct endpoint *ep, bool clean)
 {
@@ -434,6 +445,7 @@ const struct endpoint_ops nbd_endpoint_ops = {
   .zero = nbd_ep_zero,
   .extents = nbd_ep_extents,
   .flush = nbd_ep_flush,
+  .abort = nbd_ep_abort,
   .arm = nbd_ep_arm,
   .close = nbd_ep_close,
 };

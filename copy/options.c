@@ -30,6 +30,7 @@ enum {
   REQUEST_SIZE_OPTION,
   SYNCHRONOUS_OPTION,
   STATS_OPTION,
+  TIMEOUT_OPTION,
   LONG_OPTIONS_OPTION,
   SHORT_OPTIONS_OPTION,
 };
@@ -51,6 +52,7 @@ static const struct option long_options[] = {
   { "sparse", required_argument, NULL, 'S' },
   { "synchronous", no_argument, NULL, SYNCHRONOUS_OPTION },
   { "stats", optional_argument, NULL, STATS_OPTION },
+  { "timeout", required_argument, NULL, TIMEOUT_OPTION },
   { "threads", required_argument, NULL, 'T' },
   { "verbose", no_argument, NULL, 'v' },
   { "version", no_argument, NULL, 'V' },
@@ -104,6 +106,8 @@ print_help (void)
           "O_DIRECT\n"
           "  -p, --progress[=FD]      show progress, or write 'N/100' lines "
           "to FD\n"
+          "      --timeout=SECONDS    fail if a request gets no reply in "
+          "that time\n"
           "      --stats[=json]       print what was copied, zeroed and "
           "skipped\n"
           "                           at the end (as one JSON object with "
@@ -165,6 +169,21 @@ parse_size (const char *name, const char *arg, int64_t *out)
   if (human_size_parse (arg, out) == -1)
     return bad ("%s: '%s' is not a size (examples: 4096, 64K, 1M)", name,
                 arg);
+  return 0;
+}
+
+/* --timeout=SECONDS: decimals allowed, kept in milliseconds. */
+static int
+parse_seconds (const char *arg, int64_t *ms)
+{
+  char *end;
+  double s;
+
+  errno = 0;
+  s = strtod (arg, &end);
+  if (errno || end == arg || *end || !(s >= 0.01 && s <= 86400))
+    return -1;
+  *ms = s * 1000;
   return 0;
 }
 
@@ -295,6 +314,11 @@ options_parse (int argc, char **argv, struct options *opts)
       break;
     case SYNCHRONOUS_OPTION:
       opts->synchronous = true;
+      break;
+    case TIMEOUT_OPTION:
+      if (parse_seconds (optarg, &opts->timeout_ms) == -1)
+        return bad ("--timeout: '%s' is not a number of seconds from 0.01 "
+                    "to 86400", optarg);
       break;
     case STATS_OPTION:
       opts->stats = true;

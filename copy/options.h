@@ -30,6 +30,7 @@ struct options {
   bool progress;                /* -p or --progress[=FD] */
   int progress_fd;              /* --progress=FD, else -1 */
   bool verbose;                 /* -v */
+  int64_t timeout_ms;           /* --timeout, 0 = none */
   bool stats;                   /* --stats[=json] */
   bool stats_json;
 };
