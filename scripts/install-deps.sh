@@ -6,7 +6,7 @@ nbdcp_packages=(
   build-essential autoconf automake pkg-config
   libnbd-dev liburing-dev
   nbdkit qemu-utils libnbd-bin
-  valgrind perl man-db python3 util-linux coreutils
+  valgrind perl man-db python3 util-linux coreutils gnutls-bin
 )
 
 install_deps ()
@@ -28,15 +28,20 @@ install_deps ()
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# Configure (if needed) and build in the source tree.
+# Configure (if needed) and build in build/default, out of tree, the
+# way scripts/check.sh does.  The program is build/default/copy/nbdcp.
 build_nbdcp ()
 {
+  local top=$PWD
   mkdir -p m4
+  [ -f Makefile ] && make distclean >/dev/null 2>&1
   if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt configure ]; then
-    autoreconf -fi >/dev/null || return 1
+    autoreconf -fi >/dev/null 2>&1 || return 1
   fi
-  if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
-    ./configure --enable-werror "$@" >/dev/null || return 1
-  fi
-  make -j"$(nproc)" >/dev/null
+  mkdir -p build/default
+  (
+    cd build/default &&
+      { [ -f Makefile ] || "$top/configure" --enable-werror >configure.log 2>&1; } &&
+      make -j"$(nproc)" >make.log 2>&1
+  )
 }

@@ -10,6 +10,7 @@
 # set-up, the engine, the endpoints - must not grow with the disk.
 . "${srcdir:-.}/tests/functions.sh"
 requires "${VALGRIND:-valgrind}"
+[ "${SANITIZED:-no}" = no ] || skip "valgrind does not run sanitizer builds"
 requires callgrind_annotate
 requires_nbdkit_plugin sparse-random
 requires_nbdkit_plugin null
