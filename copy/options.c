@@ -256,9 +256,12 @@ parse_endpoints (int argc, char **argv, struct options *opts)
   if (i < argc && parse_endpoint (argc, argv, &i, &opts->dst,
                                   &opts->dst_command) == -1)
     return -1;
-  if (n < 2 || i != argc)
+  if (n < 2 || i != argc || !opts->dst) {
+    if (!opts->dst && n >= 2)
+      return bad ("expected a DESTINATION after the SOURCE's ']'");
     return bad ("expected SOURCE and DESTINATION, got %d argument%s", n,
                 n == 1 ? "" : "s");
+  }
   if (strcmp (opts->src, "-") == 0 && !opts->src_command
       && strcmp (opts->dst, "-") == 0 && !opts->dst_command)
     return bad ("'-' cannot be both SOURCE (stdin) and DESTINATION (stdout)");

@@ -56,3 +56,7 @@ expect_fail 'null: can only be a destination' "$NBDCP" -C 2 -T 1 -R 4 \
   --request-size=64K --queue-size=1M -S 8192 --allocated \
   --destination-is-zero --flush --no-extents --synchronous -p -v \
   --target-is-zero --progress=2 --sparse 0 null: null:
+
+# Found by fuzzing (fuzz/run.sh): a subprocess source and nothing after.
+bad "expected a DESTINATION after the SOURCE's '\]'" -- [ nbdkit memory 1M ]
+bad "'\[' without a matching '\]'" -- [ nbdkit memory 1M
