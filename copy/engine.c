@@ -18,10 +18,12 @@
  * that had nothing to write) because, without multi-conn, a flush only
  * covers the writes made on its own connection.
  *
- * Copies to or from a stream (a pipe, stdin, stdout) run ordered: one
- * lane, and nothing new is issued while anything is in flight, so the
- * stream sees every byte in order.  A stream source has no size; the
- * copy ends where its first short read says the stream ended.
+ * Streams (a pipe, stdin, stdout) get one lane.  A stream destination
+ * makes the copy ordered: nothing new is issued while anything is in
+ * flight, so the stream sees every byte in order.  A stream source
+ * needs no such care, because its reads finish inside the call, in
+ * order; the writes they feed can overlap.  A stream source has no
+ * size: the copy ends where a short read says the stream ended.
  *
  * Requests complete through op_complete(), called from inside the
  * endpoints' event handling.  It only queues the op on the worker's
@@ -136,7 +138,7 @@ struct job {
   struct endpoint *src, *dst;
   atomic_uint_fast64_t size;    /* UINT64_MAX until a stream ends */
   uint64_t nsegments;
-  bool ordered;                 /* a stream is involved */
+  bool ordered;                 /* the destination is a stream */
   uint32_t request_size;
   uint64_t queue_size;
   const char *zero_buffer;      /* for destinations that cannot zero */
@@ -431,7 +433,7 @@ lane_issue (struct lane *l)
     struct extent *e;
     int r;
 
-    if (l->job->ordered && l->inflight > 0)
+    if ((l->job->ordered && l->inflight > 0) || l->eof)
       return;
 
     if (l->next_extent == l->extents.len) {
@@ -887,7 +889,7 @@ engine_run (const struct options *opts, struct endpoint *src,
     .opts = opts, .src = src, .dst = dst, .size = size,
     .nsegments = size == UINT64_MAX ? UINT64_MAX
                                     : (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE,
-    .ordered = src->caps.stream || dst->caps.stream,
+    .ordered = dst->caps.stream,
     .interrupted = interrupted,
     .request_size = opts->request_size,
     .queue_size = opts->queue_size,
