@@ -13,18 +13,6 @@ set -o pipefail
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nbdcp-test.XXXXXX")
 _pids=()
-_cleanup ()
-{
-  local pid
-  for pid in "${_pids[@]}"; do
-    kill "$pid" 2>/dev/null || :
-  done
-  for pid in "${_pids[@]}"; do
-    wait "$pid" 2>/dev/null || :
-  done
-  rm -rf "$tmp"
-}
-trap _cleanup EXIT
 
 # Stop every server started so far (qemu-nbd may already have exited
 # when its last client left), so that image files are closed.
@@ -39,6 +27,13 @@ stop_servers ()
   done
   _pids=()
 }
+
+_cleanup ()
+{
+  stop_servers
+  rm -rf "$tmp"
+}
+trap _cleanup EXIT
 
 skip ()
 {
