@@ -86,7 +86,9 @@ endpoint_open (const char *spec, char **command, bool writable,
   }
   else if (is_nbd_uri (spec))
     ops = &nbd_endpoint_ops;
-  else if (strchr (spec, ':') && !strchr (spec, '/') && access (spec, F_OK)) {
+  else if ((strstr (spec, "://")
+            || (strchr (spec, ':') && !strchr (spec, '/')))
+           && access (spec, F_OK)) {
     error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
                "nbd+unix://, nbds+unix://, nbd+vsock://, null: or a file)",
                spec);

@@ -92,6 +92,13 @@ file_open (struct endpoint *ep, bool writable, unsigned want,
     }
     f->is_device = true;
     ep->size = size;
+    /* A read-only device opens read-write but refuses every write:
+       refuse it now, as for a read-only NBD server. */
+    int ro = 0;
+    if (writable && ioctl (f->fd, BLKROGET, &ro) == 0 && ro) {
+      error_set ("destination %s is read-only", ep->spec);
+      goto fail;
+    }
   }
   else if (S_ISREG (st.st_mode))
     ep->size = st.st_size;

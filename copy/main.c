@@ -9,11 +9,13 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -51,7 +53,10 @@ describe (const struct options *opts, const struct endpoint *ep)
 {
   char size[32];
 
-  human_size_format (ep->size, size, sizeof size);
+  if (ep->size < 0)
+    snprintf (size, sizeof size, "unknown size, a stream");
+  else
+    human_size_format (ep->size, size, sizeof size);
   verbose (opts,
            "%s %s (%s): %" PRIi64 " bytes (%s), %u connection%s, "
            "multi-conn %s, zero %s, flush %s, extents %s, "
@@ -150,6 +155,33 @@ check_endpoints (const struct endpoint *src, const struct endpoint *dst)
   return 0;
 }
 
+/* If nbdcp was started with stdin, stdout or stderr closed, the first
+ * socket or file it opens would get that number and '-' would copy
+ * into it.  Refuse '-' on a closed descriptor, and fill the closed ones
+ * with /dev/null so that nothing else can take them.
+ */
+static int
+check_std_fds (const struct options *opts)
+{
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl (fd, F_GETFD) != -1)
+      continue;
+    if (fd == 0 && strcmp (opts->src, "-") == 0 && !opts->src_command) {
+      error_set ("-: standard input is closed");
+      return -1;
+    }
+    if (fd == 1 && strcmp (opts->dst, "-") == 0 && !opts->dst_command) {
+      error_set ("-: standard output is closed");
+      return -1;
+    }
+    if (open ("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) {
+      error_set ("cannot open /dev/null: %s", strerror (errno));
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Copying a file onto itself would read what it has just written. */
 static bool
 same_file (const struct endpoint *src, const struct endpoint *dst)
@@ -179,6 +211,8 @@ main (int argc, char **argv)
 
   /* A closed socket must give an error, not kill the process. */
   signal (SIGPIPE, SIG_IGN);
+  if (check_std_fds (&opts) == -1)
+    goto fail;
 
   /* A stream is copied in order, on one connection. */
   if ((!opts.src_command && endpoint_is_stream (opts.src))

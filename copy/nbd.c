@@ -169,10 +169,14 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
       short re = fds[k].revents;
       int r = 0;
 
-      if (re & (POLLIN | POLLHUP | POLLERR))
-        r = nbd_aio_notify_read (hk);
-      else if (re & POLLOUT)
+      unsigned dir = nbd_aio_get_direction (hk);
+      /* Hang-ups and errors go to the direction libnbd is waiting on:
+         telling it "readable" while it waits to write is invalid and
+         would leave it waiting, with poll returning at once, forever. */
+      if ((dir & LIBNBD_AIO_DIRECTION_WRITE) && (re & (POLLOUT | POLLHUP | POLLERR)))
         r = nbd_aio_notify_write (hk);
+      else if ((dir & LIBNBD_AIO_DIRECTION_READ) && (re & (POLLIN | POLLHUP | POLLERR)))
+        r = nbd_aio_notify_read (hk);
       if (r == -1 && !first_error[0])
         snprintf (first_error, sizeof first_error, "%s", nbd_get_error ());
     }

@@ -1,0 +1,147 @@
+#!/bin/bash
+# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_plugin file
+requires_nbdkit_plugin data
+requires_nbdkit_plugin memory
+requires_nbdkit_plugin pattern
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_filter checkwrite
+requires mkfifo
+
+MiB=$((1024 * 1024))
+size=$((3 * MiB + 777))
+head -c $size /dev/urandom >"$tmp/src"
+start_nbdkit src -r file "$tmp/src"
+src=$(uri_of "$tmp/src.sock")
+
+# stdin (a pipe) -> nbd: the stream's bytes land at the start, the
+# rest of the larger destination is left as it was.
+head -c $((5 * MiB)) /dev/urandom >"$tmp/dst"
+cp "$tmp/dst" "$tmp/dst.orig"
+start_nbdkit dst file "$tmp/dst"
+cat "$tmp/src" | run_nbdcp - "$(uri_of "$tmp/dst.sock")" ||
+  fail "stdin -> nbd failed"
+cmp -n $size "$tmp/src" "$tmp/dst" || fail "stdin -> nbd: the data differs"
+cmp <(tail -c +$((size + 1)) "$tmp/dst.orig") <(tail -c +$((size + 1)) "$tmp/dst") ||
+  fail "stdin -> nbd: the destination past the stream's end was changed"
+# and into a checker of the same bytes (every write checked).
+start_nbdkit chk --filter=checkwrite file "$tmp/src"
+cat "$tmp/src" | run_nbdcp - "$(uri_of "$tmp/chk.sock")" ||
+  fail "stdin -> checkwrite failed"
+# The checker can fail: other bytes into it.  (Process substitution:
+# stdin is still a pipe, and the writer's SIGPIPE does not count.)
+expect_fail '^nbdcp: destination (write|zero) at offset' \
+  "$NBDCP" - "$(uri_of "$tmp/chk.sock")" < <(head -c $size /dev/urandom)
+
+# A stream longer than the destination: exit 1 with a message, no hang.
+start_nbdkit tiny memory size=$MiB
+expect_fail '^nbdcp: destination' \
+  "$NBDCP" - "$(uri_of "$tmp/tiny.sock")" < <(cat "$tmp/src")
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "stream too long: not one line on stderr"; }
+# stdin redirected from a regular file has a size, so it is refused
+# before the copy.
+expect_fail 'smaller' "$NBDCP" - "$(uri_of "$tmp/tiny.sock")" <"$tmp/src"
+
+# stdin -> file: a new file, and a larger file cut to the stream's
+# length; runs of zeroes in the stream become holes.
+{ head -c 100000 /dev/urandom; head -c $((8 * MiB)) /dev/zero; printf end; } >"$tmp/zeroes"
+cat "$tmp/zeroes" | run_nbdcp - "$tmp/new" || fail "stdin -> new file failed"
+cmp "$tmp/zeroes" "$tmp/new" || fail "stdin -> new file differs"
+head -c $((12 * MiB)) /dev/urandom >"$tmp/old"
+cat "$tmp/zeroes" | run_nbdcp - "$tmp/old" || fail "stdin -> larger file failed"
+cmp "$tmp/zeroes" "$tmp/old" || fail "stdin -> larger file differs (or was not cut)"
+truncate -s 1M "$tmp/probe"
+if [ "$(stat -c %b "$tmp/probe")" -eq 0 ]; then
+  kb=$(du -k "$tmp/old" | cut -f1)
+  [ "$kb" -lt 1024 ] || fail "stdin -> file: the 8M of zeroes took ${kb}K"
+fi
+# An empty stream makes an empty file.
+run_nbdcp - "$tmp/empty" </dev/null || fail "empty stdin -> file failed"
+[ -f "$tmp/empty" ] && [ "$(stat -c %s "$tmp/empty")" -eq 0 ] ||
+  fail "empty stdin -> file: not an empty file"
+: | run_nbdcp - "$tmp/old" || fail "empty pipe -> file failed"
+[ "$(stat -c %s "$tmp/old")" -eq 0 ] || fail "empty pipe -> file: not cut to 0 bytes"
+
+# stdin -> null:: all of it read (the writer is not cut off, and -v
+# counts every byte).
+{ cat "$tmp/src"; echo $? >"$tmp/cat.rc"; } |
+  run_nbdcp -v - null: 2>"$tmp/null.err" || fail "stdin -> null: failed"
+[ "$(cat "$tmp/cat.rc")" -eq 0 ] || fail "stdin -> null: the writer was cut off"
+grep -Eq "done: $size bytes data, 0 zeroed" "$tmp/null.err" ||
+  { cat "$tmp/null.err"; fail "stdin -> null: did not count $size bytes"; }
+
+# nbd -> stdout, piped into cmp; and redirected to a file.
+run_nbdcp "$src" - | cmp - "$tmp/src" || fail "nbd -> stdout (pipe) differs"
+run_nbdcp "$src" - >"$tmp/stdout.file" || fail "nbd -> stdout (file) failed"
+cmp "$tmp/src" "$tmp/stdout.file" || fail "nbd -> stdout (file) differs"
+
+# A sparse source to stdout: holes come out as zero bytes, exactly the
+# bytes the server serves.  A small data disk, checked with od ...
+start_nbdkit dat -r data '@4 1 2 3 @8190 0xff @^4096 "end"' size=12290
+run_nbdcp "$(uri_of "$tmp/dat.sock")" - | od -A d -t x1 >"$tmp/dat.od"
+cat >"$tmp/dat.expected" <<'EOF'
+0000000 00 00 00 00 01 02 03 00 00 00 00 00 00 00 00 00
+0000016 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
+*
+0008176 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ff 00
+0008192 65 6e 64 00 00 00 00 00 00 00 00 00 00 00 00 00
+0008208 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
+*
+0012288 00 00
+0012290
+EOF
+diff -u "$tmp/dat.expected" "$tmp/dat.od" || fail "data disk -> stdout: wrong bytes"
+# ... and a large sparse-random disk against nbdcopy's output and
+# against nbdcp's own copy to a regular file.
+start_nbdkit sr -r sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
+sr=$(uri_of "$tmp/sr.sock")
+run_nbdcp "$sr" "$tmp/sr.file"
+run_nbdcp "$sr" - | cmp - "$tmp/sr.file" || fail "sparse-random -> stdout differs from -> file"
+if command -v nbdcopy >/dev/null 2>&1; then
+  run_nbdcp "$sr" - | cmp - <(nbdcopy "$sr" -) ||
+    fail "sparse-random -> stdout differs from nbdcopy's"
+fi
+# and the stream back into a self-checking sparse-random of the same seed.
+start_nbdkit srchk sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
+run_nbdcp "$sr" - | run_nbdcp - "$(uri_of "$tmp/srchk.sock")" ||
+  fail "sparse-random -> stdout -> stdin -> checker failed"
+
+# FIFOs: as destination and as source, and FIFO -> stdout.
+mkfifo "$tmp/fifo"
+run_nbdcp "$src" "$tmp/fifo" 2>"$tmp/fifo.err" & fifo_pid=$!
+cmp "$tmp/fifo" "$tmp/src" || fail "nbd -> FIFO differs"
+wait $fifo_pid || { cat "$tmp/fifo.err"; fail "nbd -> FIFO: nbdcp failed"; }
+cat "$tmp/src" >"$tmp/fifo" & cat_pid=$!
+run_nbdcp "$tmp/fifo" "$tmp/fromfifo" || fail "FIFO -> file failed"
+wait $cat_pid
+cmp "$tmp/src" "$tmp/fromfifo" || fail "FIFO -> file differs"
+cat "$tmp/src" >"$tmp/fifo" & cat_pid=$!
+run_nbdcp "$tmp/fifo" - | cmp - "$tmp/src" || fail "FIFO -> stdout differs"
+wait $cat_pid
+cat "$tmp/src" >"$tmp/fifo" & cat_pid=$!
+run_nbdcp "$tmp/fifo" "$(uri_of "$tmp/chk.sock")" || fail "FIFO -> nbd failed"
+wait $cat_pid
+
+# The reader goes away: nbdcp must end at once (the time limit is 20s
+# for a 1G disk), not 0 (the copy did not complete), and not be killed
+# by a signal other than SIGPIPE.
+start_nbdkit pat -r pattern size=1G
+set +e
+timeout --kill-after=5 20 "$NBDCP" "$(uri_of "$tmp/pat.sock")" - 2>"$tmp/head.err" |
+  head -c 1 >"$tmp/head.out"
+r=${PIPESTATUS[0]}
+set -e
+echo "nbdcp ... - | head -c 1: exit $r, stderr: '$(cat "$tmp/head.err")'"
+[ "$(stat -c %s "$tmp/head.out")" -eq 1 ] || fail "| head -c 1 got no byte"
+case $r in
+  0) fail "| head -c 1: nbdcp exited 0 though the copy did not complete" ;;
+  124|137) fail "| head -c 1: nbdcp hung (timeout)" ;;
+  141) ;; # SIGPIPE
+  1) ;;
+  *) fail "| head -c 1: nbdcp exited $r" ;;
+esac
+if [ -s "$tmp/head.err" ]; then
+  [ "$(wc -l <"$tmp/head.err")" -eq 1 ] && grep -q '^nbdcp: ' "$tmp/head.err" ||
+    fail "| head -c 1: stderr is not one 'nbdcp: ' line"
+fi
