@@ -1,0 +1,388 @@
+#!/bin/bash
+# nbdcp benchmark suite: nbdcp side by side with nbdcopy and
+# qemu-img convert on the same workloads, timed by hyperfine, plus CPU
+# cost (/usr/bin/time) and nbdcp option sweeps.  Writes hyperfine JSON
+# and a Markdown report (bench/report.py) into $BENCH_OUT.
+#
+#   bench/run.sh                      # everything (about 8 minutes on 2 cores)
+#   BENCH_QUICK=1 bench/run.sh        # tiny sizes, 1 run: a smoke test
+#   BENCH_WORKLOADS="1 2 cpu" bench/run.sh
+#
+# Environment (defaults in brackets):
+#   NBDCP            nbdcp binary [copy/nbdcp of this checkout]
+#   NBDCOPY, QEMU_IMG, QEMU_NBD, QEMU_IO, NBDKIT, HYPERFINE
+#   BENCH_WORKLOADS  any of 1 2 3 4 5 6 7 cpu sweeps [all of them]
+#   BENCH_TOOLS      [nbdcp nbdcopy qemu-img]
+#   BENCH_QUICK=1    tiny sizes, 1 run, no warmup
+#   BENCH_RUNS [3]  BENCH_WARMUP [1]  BENCH_CPU_RUNS [3]
+#   BENCH_TIMEOUT    seconds allowed for one copy [600; quick 120]
+#   BENCH_OUT        results directory [bench/results/DATE]
+#   BENCH_TMPDIR     where scratch files go; must be a real disk [/var/tmp]
+#   BENCH_SEED       sparse-random seed [1]
+#   BENCH_NBDCP_OPTS, BENCH_NBDCOPY_OPTS, BENCH_QEMU_IMG_OPTS  extra options
+#   Sizes: BENCH_W1_SIZE [32G] W2 [8G] W3 [2G] W4 [8G] W5 [4G] W6 [1T]
+#          W7 [8G] BENCH_SWEEP2_SIZE [4G] BENCH_SWEEP3_SIZE [2G]
+set -u
+set -o pipefail
+
+bench_dir=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$bench_dir/.." && pwd)
+. "$bench_dir/lib.sh"
+
+quick=${BENCH_QUICK:-0}
+if [ "$quick" = 1 ]; then
+  d_runs=1 d_warm=0 d_cpu=1 d_timeout=120
+  d_w1=1G d_w2=256M d_w3=64M d_w4=256M d_w5=256M d_w6=64G d_w7=256M
+  d_s2=128M d_s3=32M
+else
+  d_runs=3 d_warm=1 d_cpu=3 d_timeout=600
+  d_w1=32G d_w2=8G d_w3=2G d_w4=8G d_w5=4G d_w6=1T d_w7=8G
+  d_s2=4G d_s3=2G
+fi
+RUNS=${BENCH_RUNS:-$d_runs}
+WARMUP=${BENCH_WARMUP:-$d_warm}
+CPU_RUNS=${BENCH_CPU_RUNS:-$d_cpu}
+TMO=${BENCH_TIMEOUT:-$d_timeout}
+SEED=${BENCH_SEED:-1}
+W1_SIZE=${BENCH_W1_SIZE:-$d_w1}
+W2_SIZE=${BENCH_W2_SIZE:-$d_w2}
+W3_SIZE=${BENCH_W3_SIZE:-$d_w3}
+W4_SIZE=${BENCH_W4_SIZE:-$d_w4}
+W5_SIZE=${BENCH_W5_SIZE:-$d_w5}
+W6_SIZE=${BENCH_W6_SIZE:-$d_w6}
+W7_SIZE=${BENCH_W7_SIZE:-$d_w7}
+S2_SIZE=${BENCH_SWEEP2_SIZE:-$d_s2}
+S3_SIZE=${BENCH_SWEEP3_SIZE:-$d_s3}
+WORKLOADS=${BENCH_WORKLOADS:-1 2 3 4 5 6 7 cpu sweeps}
+TOOLS=${BENCH_TOOLS:-nbdcp nbdcopy qemu-img}
+DELAY="rdelay=5ms wdelay=5ms"
+
+: "${NBDCP:=$top/copy/nbdcp}"
+OUT=${BENCH_OUT:-$bench_dir/results/$(date +%Y%m%d-%H%M%S)}
+
+# What the suite needs (Debian 12 package names).
+install_packages hyperfine:hyperfine nbdkit:nbdkit qemu-img:qemu-utils \
+  qemu-nbd:qemu-utils qemu-io:qemu-utils nbdcopy:libnbd-bin \
+  nbdinfo:libnbd-bin "$GNU_TIME:time" python3:python3-minimal ||
+  bench_die "install the missing packages first"
+[ -x "$NBDCP" ] || bench_die "no nbdcp at $NBDCP (build it, or set NBDCP=)"
+
+mkdir -p "$OUT" || bench_die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+trap bench_cleanup EXIT
+trap 'exit 130' INT TERM
+bench_make_scratch
+
+# Run a snapshot of nbdcp, so a rebuild during the run changes nothing.
+cp "$NBDCP" "$bench_scratch/nbdcp" || bench_die "cannot copy $NBDCP"
+NBDCP_RUN=$bench_scratch/nbdcp
+
+avail_tools=()
+for t in $TOOLS; do
+  if tool_available "$t"; then avail_tools+=("$t")
+  else bench_log "warning: $t is not available; skipped"; fi
+done
+
+# ---------------------------------------------------------------- machine
+{
+  echo "date=$(date -u +'%Y-%m-%d %H:%M UTC')"
+  echo "host_nproc=$(nproc)"
+  echo "cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+  echo "memory=$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "kernel=$(uname -srm)"
+  echo "os=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+  echo "nbdcp=$("$NBDCP_RUN" --version 2>&1 | tr '\n' ' ')"
+  echo "nbdcp_git=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)"
+  echo "nbdcopy=$("$NBDCOPY" --version 2>&1 | tr '\n' ' ')"
+  echo "qemu_img=$("$QEMU_IMG" --version 2>&1 | head -1)"
+  echo "nbdkit=$("$NBDKIT" --version 2>&1 | head -1)"
+  echo "hyperfine=$("$HYPERFINE" --version 2>&1 | head -1)"
+  echo "scratch_fs=$bench_scratch_fstype ($(df -P "$bench_scratch" | awk 'NR==2 {print $1}'))"
+  echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "settings=quick=$quick runs=$RUNS warmup=$WARMUP cpu_runs=$CPU_RUNS seed=$SEED"
+  echo "scratch=$bench_scratch"
+  echo "nbdcp_path=$NBDCP_RUN"
+} > "$OUT/machine.env"
+
+# ---------------------------------------------------------------- helpers
+# write_meta NAME key=value... : what the report says about a result.
+write_meta ()
+{
+  local name=$1; shift
+  printf '%s\n' "$@" > "$OUT/$name.meta"
+}
+
+# run_hyperfine NAME PREPARE TOOL CMD [TOOL CMD ...]: one hyperfine
+# invocation timing every tool on the same workload.  Each command is
+# bounded by timeout; its stderr is kept in NAME.TOOL.log.  Failures are
+# recorded (exit codes in the JSON), not fatal.
+run_hyperfine ()
+{
+  local name=$1 prepare=$2; shift 2
+  local args=(-w "$WARMUP" -r "$RUNS" -i --style basic
+              --export-json "$OUT/$name.json") n=0
+  [ -n "$prepare" ] && args+=(--prepare "$prepare")
+  : > "$OUT/$name.cmds"
+  while [ $# -ge 2 ]; do
+    printf '%s\t%s\n' "$1" "$2" >> "$OUT/$name.cmds"
+    args+=(-n "$1" "timeout -k 10 $TMO $2 2>>$OUT/$name.$1.log")
+    n=$((n + 1)); shift 2
+  done
+  bench_log "$name: $n commands, $RUNS runs each"
+  timeout -k 10 $(( (WARMUP + RUNS) * n * (TMO + 20) + 60 )) \
+    "$HYPERFINE" "${args[@]}" 2>&1 | tee "$OUT/$name.out" >&2 ||
+    bench_log "warning: hyperfine for $name failed"
+}
+
+# harness PLUGIN-ARGS TOOL-CMD: the standard nbdkit harness.
+harness () { echo "$NBDKIT -U - $1 --run '$2'"; }
+
+# compare_tools NAME PLUGIN-ARGS SRC DST SIZE PREPARE: every tool under
+# the nbdkit harness.
+compare_tools ()
+{
+  local name=$1 plugin=$2 src=$3 dst=$4 size=$5 prepare=${6:-} t cmds=()
+  for t in "${avail_tools[@]}"; do
+    cmds+=("$t" "$(harness "$plugin" "$(tool_cmd "$t" "$src" "$dst" "$size")")")
+  done
+  run_hyperfine "$name" "$prepare" "${cmds[@]}"
+}
+
+sr () { echo "sparse-random size=$1 seed=$SEED${2:+ $2}"; }
+
+# ---------------------------------------------------------------- workloads
+w1 ()
+{
+  local b; b=$(parse_size "$W1_SIZE")
+  write_meta w1 "label=1. sparse-random $W1_SIZE 10% data, onto itself" "title=1. sparse-random $W1_SIZE (10% data) onto itself" \
+    "size=$b" "data_percent=10"
+  compare_tools w1 "$(sr "$W1_SIZE")" '"$uri"' '"$uri"' "$b"
+}
+
+w2 ()
+{
+  local b; b=$(parse_size "$W2_SIZE")
+  write_meta w2 "label=2. sparse-random $W2_SIZE all data, onto itself" "title=2. sparse-random $W2_SIZE percent=100 onto itself (all data)" \
+    "size=$b" "data_percent=100"
+  compare_tools w2 "$(sr "$W2_SIZE" percent=100)" '"$uri"' '"$uri"' "$b"
+}
+
+w3 ()
+{
+  local b; b=$(parse_size "$W3_SIZE")
+  write_meta w3 "label=3. as 2, $W3_SIZE, 5 ms delay" "title=3. latency: sparse-random $W3_SIZE percent=100 onto itself behind --filter=delay $DELAY" \
+    "size=$b" "data_percent=100"
+  compare_tools w3 "--filter=delay $(sr "$W3_SIZE" percent=100) $DELAY" \
+    '"$uri"' '"$uri"' "$b"
+}
+
+w4_dir () { mkdir -p "$bench_scratch/w4"; echo "$bench_scratch/w4"; }
+
+# The source file of 4b: the same bytes as sparse-random seed SEED,
+# written (holes kept) once by qemu-img.
+w4_make_src ()
+{
+  local d; d=$(w4_dir)
+  [ -f "$d/src.raw" ] && return 0
+  bench_log "w4: writing the $W4_SIZE source file"
+  timeout "$TMO" "$NBDKIT" -U - $(sr "$W4_SIZE") --run \
+    "$QEMU_IMG convert -f raw -O raw \"\$uri\" $d/src.raw" ||
+    bench_die "cannot create $d/src.raw"
+  sync -f "$d"
+}
+
+w4 ()
+{
+  local b d; b=$(parse_size "$W4_SIZE"); d=$(w4_dir)
+  write_meta w4a "label=4a. NBD -> file, $W4_SIZE 10% data" "title=4a. NBD -> local file: sparse-random $W4_SIZE (10% data) -> a new file on $bench_scratch_fstype" \
+    "size=$b" "data_percent=10" \
+    "note=--prepare removes the file and runs sync -f before every run; the time includes each tool's final flush (nbdcopy --flush, qemu-img -t writeback)"
+  compare_tools w4a "$(sr "$W4_SIZE")" '"$uri"' "$d/out.raw" "$b" \
+    "rm -f $d/out.raw && sync -f $d"
+  rm -f "$d/out.raw"
+  w4_make_src
+  write_meta w4b "label=4b. file -> NBD, $W4_SIZE 10% data" "title=4b. local file -> NBD: a $W4_SIZE file with holes (10% data) -> sparse-random, same seed (verifies every write)" \
+    "size=$b" "data_percent=10" \
+    "note=the source file is in the page cache (written just before)"
+  compare_tools w4b "$(sr "$W4_SIZE")" "$d/src.raw" '"$uri"' "$b"
+}
+
+# A qcow2 image with scattered data (sparse-random, runs of ~1 MiB, 25%),
+# qcow2 zero clusters over some of it and explicit zero data in places.
+w5_make_image ()
+{
+  local d=$1 size=$2 step i off cmds=()
+  bench_log "w5: building the $W5_SIZE qcow2 image"
+  timeout "$TMO" "$NBDKIT" -U - $(sr "$W5_SIZE" "percent=25 runlength=1048576") \
+    --run "$QEMU_IMG convert -f raw -O qcow2 \"\$uri\" $d/src.qcow2" ||
+    bench_die "cannot build $d/src.qcow2"
+  step=$((size / 16))
+  for i in $(seq 0 15); do
+    off=$((i * step))
+    cmds+=(-c "write -z $((off + step / 4)) $((step / 64))"
+           -c "write -P 0 $((off + step / 2)) $((step / 128))"
+           -c "write -P $((i + 1)) $((off + 3 * step / 4)) $((step / 128))")
+  done
+  "$QEMU_IO" -f qcow2 "${cmds[@]}" "$d/src.qcow2" >/dev/null ||
+    bench_die "qemu-io failed on $d/src.qcow2"
+}
+
+w5 ()
+{
+  local b d src dst t cmds=() data
+  b=$(parse_size "$W5_SIZE")
+  d=$bench_scratch/w5; mkdir -p "$d"
+  w5_make_image "$d" "$b"
+  data=$("$QEMU_IMG" map --output=json -f qcow2 "$d/src.qcow2" |
+         python3 -c 'import json,sys; print(sum(e["length"] for e in json.load(sys.stdin) if e["data"]))')
+  "$QEMU_IMG" create -q -f raw "$d/dst.raw" "$b"
+  start_qemu_nbd "$d/src.sock" -r -f qcow2 "$d/src.qcow2"; local spid=$server_pid
+  start_qemu_nbd "$d/dst.sock" -f raw "$d/dst.raw"; local dpid=$server_pid
+  src="\"$(uri_of "$d/src.sock")\"" dst="\"$(uri_of "$d/dst.sock")\""
+  write_meta w5 "label=5. qcow2 -> raw, qemu-nbd, $W5_SIZE" "title=5. qcow2 $W5_SIZE ($((data * 100 / b))% data, scattered extents, zero clusters) on qemu-nbd -> raw on qemu-nbd" \
+    "size=$b" "data_percent=$((data * 100 / b))" \
+    "note=both qemu-nbd run with -t --shared=8; --prepare empties the raw file (truncate to 0 and back) and runs sync -f" \
+    "note=qemu-nbd 7.2 with --shared=8 advertises multi-conn on both exports, so nbdcopy opens several connections too"
+  for t in "${avail_tools[@]}"; do
+    cmds+=("$t" "$(tool_cmd "$t" "$src" "$dst" "$b")")
+  done
+  run_hyperfine w5 "truncate -s 0 $d/dst.raw && truncate -s $b $d/dst.raw && sync -f $d" "${cmds[@]}"
+  stop_server "$dpid"; stop_server "$spid"
+  if "$QEMU_IMG" compare -q -f qcow2 -F raw "$d/src.qcow2" "$d/dst.raw"; then
+    echo "note=after the last run, qemu-img compare: the raw destination equals the qcow2 source" >> "$OUT/w5.meta"
+  else
+    echo "note=WARNING: after the last run the destination differs from the source" >> "$OUT/w5.meta"
+  fi
+  rm -rf "$d"
+}
+
+w6 ()
+{
+  local b; b=$(parse_size "$W6_SIZE")
+  write_meta w6 "label=6. $W6_SIZE all hole -> null:" "title=6. nbdkit null $W6_SIZE (all hole, reported by block status) -> null:" \
+    "size=$b" "data_percent=0" \
+    "note=qemu-img's destination is the null-co driver (--target-image-opts driver=null-co,size=N), the closest equivalent of null:"
+  compare_tools w6 "null size=$W6_SIZE" '"$uri"' null: "$b"
+}
+
+w7 ()
+{
+  local b; b=$(parse_size "$W7_SIZE")
+  write_meta w7 "label=7. $W7_SIZE all data -> null:" "title=7. read path: sparse-random $W7_SIZE percent=100 -> null:" \
+    "size=$b" "data_percent=100" \
+    "note=qemu-img's destination is the null-co driver"
+  compare_tools w7 "$(sr "$W7_SIZE" percent=100)" '"$uri"' null: "$b"
+}
+
+# ---------------------------------------------------------------- CPU cost
+# cpu_measure NAME SRC DST SIZE PREPARE: each tool CPU_RUNS times under
+# /usr/bin/time against servers already running, so only the copier
+# is measured.
+cpu_measure ()
+{
+  local name=$1 src=$2 dst=$3 size=$4 prepare=${5:-} t i cmd rc tf times
+  tf=$bench_scratch/time.out
+  printf 'tool\trun\telapsed\tuser\tsys\tmaxrss_kib\texit\n' > "$OUT/$name.tsv"
+  : > "$OUT/$name.cmds"
+  for t in "${avail_tools[@]}"; do
+    cmd=$(tool_cmd "$t" "$src" "$dst" "$size")
+    printf '%s\t%s\n' "$t" "$cmd" >> "$OUT/$name.cmds"
+    for i in $(seq 1 "$CPU_RUNS"); do
+      [ -n "$prepare" ] && sh -c "$prepare"
+      rm -f "$tf"; rc=0
+      timeout -k 10 "$TMO" "$GNU_TIME" -o "$tf" -f '%e %U %S %M' \
+        sh -c "$cmd" 2>>"$OUT/$name.$t.log" || rc=$?
+      times=$(tail -1 "$tf" 2>/dev/null | tr ' ' '\t')
+      case "$times" in *[0-9]*$'\t'*) ;; *) times=$'-\t-\t-\t-' ;; esac
+      printf '%s\t%s\t%s\t%s\n' "$t" "$i" "$times" "$rc" >> "$OUT/$name.tsv"
+    done
+  done
+  bench_log "$name: done"
+}
+
+cpu ()
+{
+  local b sock uri d
+  sock=$bench_scratch/cpu.sock
+  uri="\"$(uri_of "$sock")\""
+  b=$(parse_size "$W2_SIZE")
+  start_nbdkit "$sock" $(sr "$W2_SIZE" percent=100)
+  write_meta cpu-2 "title=CPU, workload 2: sparse-random $W2_SIZE percent=100 onto itself" \
+    "size=$b" "data_percent=100" \
+    "note=one persistent nbdkit -U SOCK started apart; only the copier is measured"
+  cpu_measure cpu-2 "$uri" "$uri" "$b"
+  stop_server "$server_pid"
+
+  b=$(parse_size "$W4_SIZE"); d=$(w4_dir)
+  w4_make_src
+  start_nbdkit "$sock" $(sr "$W4_SIZE")
+  write_meta cpu-4a "title=CPU, workload 4a: sparse-random $W4_SIZE (10% data) -> a new local file" \
+    "size=$b" "data_percent=10" "note=the file is removed (and sync -f run) before every run"
+  cpu_measure cpu-4a "$uri" "$d/out.raw" "$b" \
+    "rm -f $d/out.raw && sync -f $d"
+  rm -f "$d/out.raw"
+  write_meta cpu-4b "title=CPU, workload 4b: a $W4_SIZE local file with holes -> sparse-random (same seed)" \
+    "size=$b" "data_percent=10"
+  cpu_measure cpu-4b "$d/src.raw" "$uri" "$b"
+  stop_server "$server_pid"
+}
+
+# ---------------------------------------------------------------- sweeps
+sweep ()
+{
+  local name=$1 plugin=$2 var=$3 values=$4 opt=$5 size=$6 title=$7
+  write_meta "$name" "title=$title" "size=$(parse_size "$size")" "param=$var" \
+    "option=$opt" "order=$((++sweep_n))"
+  : > "$OUT/$name.cmds"
+  local cmd
+  cmd=$(harness "$plugin" "$NBDCP_RUN $opt={$var} \"\$uri\" \"\$uri\"")
+  printf 'nbdcp %s={%s}\t%s\n' "$opt" "$var" "$cmd" > "$OUT/$name.cmds"
+  bench_log "$name: $opt in $values"
+  timeout -k 10 $(( (WARMUP + RUNS) * 6 * (TMO + 20) + 60 )) \
+    "$HYPERFINE" -w "$WARMUP" -r "$RUNS" -i --style basic \
+    --export-json "$OUT/$name.json" -L "$var" "$values" \
+    -n "${opt#--}={$var}" "timeout -k 10 $TMO $cmd 2>>$OUT/$name.log" 2>&1 |
+    tee "$OUT/$name.out" >&2 || bench_log "warning: hyperfine for $name failed"
+}
+
+sweep_n=0
+sweeps ()
+{
+  local p2 p3
+  p2=$(sr "$S2_SIZE" percent=100)
+  p3="--filter=delay $(sr "$S3_SIZE" percent=100) $DELAY"
+  sweep sweep-2-request-size "$p2" rs 256K,512K,1M,2M,4M --request-size "$S2_SIZE" \
+    "Sweep --request-size, workload 2 ($S2_SIZE all data, onto itself)"
+  sweep sweep-2-requests "$p2" r 1,4,16,64 --requests "$S2_SIZE" \
+    "Sweep --requests, workload 2 ($S2_SIZE all data, onto itself)"
+  sweep sweep-2-connections "$p2" c 1,2,4,8 --connections "$S2_SIZE" \
+    "Sweep --connections, workload 2 ($S2_SIZE all data, onto itself)"
+  sweep sweep-3-request-size "$p3" rs 256K,512K,1M,2M,4M --request-size "$S3_SIZE" \
+    "Sweep --request-size, workload 3 ($S3_SIZE all data, 5 ms delay)"
+  sweep sweep-3-requests "$p3" r 1,4,16,64 --requests "$S3_SIZE" \
+    "Sweep --requests, workload 3 ($S3_SIZE all data, 5 ms delay)"
+  sweep sweep-3-connections "$p3" c 1,2,4,8 --connections "$S3_SIZE" \
+    "Sweep --connections, workload 3 ($S3_SIZE all data, 5 ms delay)"
+}
+
+# ---------------------------------------------------------------- main
+start=$(date +%s)
+bench_log "results in $OUT; scratch in $bench_scratch; tools: ${avail_tools[*]}"
+for w in $WORKLOADS; do
+  case "$w" in
+    1) w1 ;; 2) w2 ;; 3) w3 ;; 4) w4 ;; 5) w5 ;; 6) w6 ;; 7) w7 ;;
+    cpu) cpu ;;
+    sweeps) sweeps ;;
+    *) bench_log "warning: unknown workload '$w'" ;;
+  esac
+done
+stop_all_servers
+end=$(date +%s)
+{
+  echo "elapsed_s=$((end - start))"
+  echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)"
+} >> "$OUT/machine.env"
+
+python3 "$bench_dir/report.py" "$OUT" > "$OUT/report.md" ||
+  bench_die "report.py failed"
+bench_log "done in $((end - start)) s: $OUT/report.md"
