@@ -1,0 +1,482 @@
+/* One lane of the copy: a source connection and a destination
+ * connection working through segments of the disk.
+ *
+ * For each segment a lane learns the extents, turns zero extents into
+ * zero requests (or nothing, with --destination-is-zero), reads data
+ * extents request_size at a time into its pool, splits what it read
+ * into data and zero runs (zero detection), writes and zeroes those,
+ * and gives the buffer back when the last of them is done.  With no
+ * segments left and nothing in flight, it flushes its destination
+ * connection.  The worker that owns the lane calls lane_issue,
+ * lane_op_done and lane_check_finished from its loop; nothing here
+ * blocks or allocates.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "job.h"
+#include "minmax.h"
+#include "sparse.h"
+
+static void
+count_done (struct lane *l, uint64_t bytes)
+{
+  atomic_fetch_add_explicit (&l->job->bytes_done, bytes,
+                             memory_order_relaxed);
+}
+
+struct op_io *
+op_io (struct op *op)
+{
+  return &op->io;
+}
+
+void
+op_complete_eof (struct op *op, uint32_t got)
+{
+  struct lane *l = op->lane;
+  struct buffer *b = op->buf;
+
+  /* Only reads of a stream end early; the buffer holds less. */
+  l->queued_bytes -= b->len - got;
+  b->len = got;
+  op->length = got;
+  l->eof = true;
+  op_complete (op, 0);
+}
+
+void
+op_complete (struct op *op, int err)
+{
+  struct worker *w = op->lane->worker;
+
+  op->err = err;
+  op->next = NULL;
+  *w->done_tail = op;
+  w->done_tail = &op->next;
+}
+
+/* OP has been sent.  The time is only read when --timeout is on. */
+static void
+lane_sent (struct lane *l, struct op *op)
+{
+  op->in_flight = true;
+  if (l->job->opts->timeout_ms)
+    op->sent_ms = now_ms ();
+  l->inflight++;
+  l->stats.requests++;
+}
+
+/* Take the next segment from the shared counter.  False if none left. */
+static bool
+lane_take_segment (struct lane *l)
+{
+  struct job *job = l->job;
+  uint64_t index = atomic_fetch_add (&job->next_segment, 1);
+
+  if (l->eof || index >= job->nsegments) {
+    l->no_more_segments = true;
+    return false;
+  }
+  l->pos = index * SEGMENT_SIZE;
+  l->segment_end = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size));
+  return true;
+}
+
+/* Learn the extents of [pos, segment_end).  Sources that cannot tell,
+ * and --no-extents, make the whole range data at once.
+ */
+static int
+lane_fetch_extents (struct lane *l)
+{
+  struct job *job = l->job;
+  struct op *op = &l->extents_op;
+  uint64_t len = l->segment_end - l->pos;
+
+  extent_list_reset (&l->extents, l->pos, l->segment_end);
+  l->next_extent = 0;
+  if (!job->opts->extents || !job->src->caps.can_extents) {
+    extent_list_add (&l->extents, l->pos, len, false);
+    return 0;
+  }
+  *op = (struct op){
+    .lane = l, .kind = OP_EXTENTS, .offset = l->pos, .length = len,
+  };
+  if (job->src->ops->extents (l->src, len, l->pos, &l->extents, op) == -1) {
+    job_fail (job, "source", "extents (block status)", l->pos, len,
+              error_get ());
+    return -1;
+  }
+  l->extents_busy = true;
+  lane_sent (l, op);
+  return 0;
+}
+
+static void
+lane_advance (struct lane *l, struct extent *e, uint64_t n)
+{
+  e->offset += n;
+  e->length -= n;
+  l->pos += n;
+  if (e->length == 0)
+    l->next_extent++;
+}
+
+static struct op *
+lane_get_zero_op (struct lane *l)
+{
+  return l->nfree_zero_ops ? l->free_zero_ops[--l->nfree_zero_ops] : NULL;
+}
+
+static void
+lane_put_zero_op (struct lane *l, struct op *op)
+{
+  l->free_zero_ops[l->nfree_zero_ops++] = op;
+}
+
+/* Make [offset, offset+len) of the destination read as zero, using OP.
+ * Destinations without a zero operation get zero data written, which
+ * needs len <= request_size.
+ */
+static int
+lane_zero (struct lane *l, struct op *op, uint64_t offset, uint64_t len)
+{
+  struct job *job = l->job;
+  struct endpoint *dst = job->dst;
+  int r;
+
+  op->offset = offset;
+  op->length = len;
+  if (dst->caps.can_zero) {
+    op->kind = OP_ZERO;
+    r = dst->ops->zero (l->dst, len, offset, job->opts->allocated, op);
+  }
+  else {
+    op->kind = OP_WRITE;
+    r = dst->ops->write (l->dst, job->zero_buffer, len, offset, op);
+  }
+  if (r == -1) {
+    job_fail (job, "destination", op->kind == OP_ZERO ? "zero" : "write",
+              offset, len, error_get ());
+    return -1;
+  }
+  lane_sent (l, op);
+  return 0;
+}
+
+/* Issue what can be issued for zero extent E.  Returns 0 on progress,
+ * 1 if out of request slots, -1 on failure.
+ */
+static int
+lane_issue_zero_extent (struct lane *l, struct extent *e)
+{
+  struct job *job = l->job;
+  struct op *op;
+  uint64_t len = e->length;
+
+  if (job->opts->destination_is_zero) {
+    l->stats.hole_bytes += len;
+    l->stats.skipped_bytes += len;
+    count_done (l, len);
+    lane_advance (l, e, len);
+    return 0;
+  }
+  op = lane_get_zero_op (l);
+  if (!op)
+    return 1;
+  if (!job->dst->caps.can_zero)
+    len = MIN (len, (uint64_t) job->request_size);
+  op->buf = NULL;
+  if (lane_zero (l, op, e->offset, len) == -1) {
+    lane_put_zero_op (l, op);
+    return -1;
+  }
+  l->stats.hole_bytes += len;
+  lane_advance (l, e, len);
+  return 0;
+}
+
+/* Start reading the next piece of data extent E into a free buffer.
+ * Returns 0 on progress, 1 if out of buffers or queue space, -1 on
+ * failure.
+ */
+static int
+lane_issue_read (struct lane *l, struct extent *e)
+{
+  struct job *job = l->job;
+  uint32_t len = MIN (e->length, (uint64_t) job->request_size);
+  struct buffer *b;
+  int index;
+
+  if (l->queued_bytes > 0 && l->queued_bytes + len > job->queue_size)
+    return 1;
+  index = pool_get (&l->pool);
+  if (index < 0)
+    return 1;
+  b = &l->buffers[index];
+  b->offset = e->offset;
+  b->len = len;
+  b->pending = 0;
+  b->read = (struct op){
+    .lane = l, .buf = b, .kind = OP_READ, .offset = e->offset, .length = len,
+  };
+  if (job->src->ops->read (l->src, pool_data (&l->pool, index), len,
+                           e->offset, &b->read)
+      == -1) {
+    job_fail (job, "source", "read", e->offset, len, error_get ());
+    pool_put (&l->pool, index);
+    return -1;
+  }
+  l->queued_bytes += len;
+  lane_sent (l, &b->read);
+  lane_advance (l, e, len);
+  return 0;
+}
+
+void
+lane_issue (struct lane *l)
+{
+  while (l->state == LANE_COPYING && !job_stopped (l->job)) {
+    struct extent *e;
+    int r;
+
+    if ((l->job->ordered && l->inflight > 0) || l->eof)
+      return;
+
+    if (l->next_extent == l->extents.len) {
+      if (l->extents_busy || l->eof)
+        return;
+      if (l->pos == l->segment_end && !lane_take_segment (l))
+        return;
+      if (lane_fetch_extents (l) == -1)
+        return;
+      continue;
+    }
+    e = &l->extents.v[l->next_extent];
+    r = e->zero ? lane_issue_zero_extent (l, e) : lane_issue_read (l, e);
+    if (r != 0)
+      return;
+  }
+}
+
+static void
+buffer_release (struct lane *l, struct buffer *b)
+{
+  l->queued_bytes -= b->len;
+  pool_put (&l->pool, b->index);
+}
+
+/* A read finished: write its data runs, zero its zero runs. */
+static void
+lane_write_buffer (struct lane *l, struct buffer *b)
+{
+  struct job *job = l->job;
+  const struct options *opts = job->opts;
+  struct endpoint *dst = job->dst;
+  struct run runs[RUNS_PER_BUFFER];
+  const char *data = pool_data (&l->pool, b->index);
+  /* Zero detection only pays when zeroes can be sent as zero requests
+     or skipped; otherwise the zeroes are written as they are. */
+  size_t block = dst->caps.can_zero || opts->destination_is_zero
+                     ? (size_t) opts->sparse_size
+                     : 0;
+  size_t n = sparse_runs (data, b->len, block, runs, RUNS_PER_BUFFER);
+
+  for (size_t i = 0; i < n && !job_stopped (job); i++) {
+    struct op *op = &b->runs[i];
+    uint64_t offset = b->offset + runs[i].offset;
+
+    *op = (struct op){ .lane = l, .buf = b };
+    if (runs[i].zero && opts->destination_is_zero) {
+      l->stats.skipped_bytes += runs[i].length;
+      count_done (l, runs[i].length);
+      continue;
+    }
+    if (runs[i].zero) {
+      if (lane_zero (l, op, offset, runs[i].length) == -1)
+        break;
+    }
+    else {
+      op->kind = OP_WRITE;
+      op->offset = offset;
+      op->length = runs[i].length;
+      if (dst->ops->write (l->dst, data + runs[i].offset, runs[i].length,
+                           offset, op)
+          == -1) {
+        job_fail (job, "destination", "write", offset, runs[i].length,
+                  error_get ());
+        break;
+      }
+      lane_sent (l, op);
+    }
+    b->pending++;
+  }
+  if (b->pending == 0)
+    buffer_release (l, b);
+}
+
+void
+lane_op_done (struct lane *l, struct op *op)
+{
+  struct job *job = l->job;
+  bool src_side = op->kind == OP_READ || op->kind == OP_EXTENTS;
+  static const char *names[] = {
+    [OP_READ] = "read", [OP_WRITE] = "write", [OP_ZERO] = "zero",
+    [OP_EXTENTS] = "extents (block status)", [OP_FLUSH] = "flush",
+  };
+
+  l->inflight--;
+  op->in_flight = false;
+  if (op->err)
+    job_fail_code (job, src_side ? "source" : "destination", names[op->kind],
+                   op->offset, op->length, strerror (op->err), op->err);
+
+  switch (op->kind) {
+  case OP_EXTENTS:
+    l->extents_busy = false;
+    /* A server that answered nothing for the range gets it read. */
+    if (!op->err && l->extents.len == 0)
+      extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
+    break;
+  case OP_READ:
+    if (l->eof) {
+      /* The stream ended here: this is the size of the copy. */
+      l->next_extent = l->extents.len;
+      l->no_more_segments = true;
+      atomic_store (&job->size, op->offset + op->length);
+    }
+    if (op->err || job_stopped (job) || op->length == 0)
+      buffer_release (l, op->buf);
+    else
+      lane_write_buffer (l, op->buf);
+    break;
+  case OP_WRITE:
+  case OP_ZERO:
+    if (!op->err) {
+      if (op->kind == OP_WRITE && op->buf)
+        l->stats.data_bytes += op->length;
+      else
+        l->stats.zero_bytes += op->length;
+      count_done (l, op->length);
+    }
+    if (!op->buf)
+      lane_put_zero_op (l, op);
+    else if (--op->buf->pending == 0)
+      buffer_release (l, op->buf);
+    break;
+  case OP_FLUSH:
+    if (job->opts->verbose && !op->err)
+      fprintf (stderr, "nbdcp: destination connection %u flushed\n",
+               l->index + 1);
+    l->state = LANE_DONE;
+    break;
+  }
+}
+
+void
+lane_check_finished (struct lane *l)
+{
+  struct job *job = l->job;
+  bool stopped = job_stopped (job);
+  bool nothing_left = l->no_more_segments && !l->extents_busy
+                      && l->next_extent == l->extents.len;
+
+  if (l->state != LANE_COPYING || l->inflight > 0
+      || !(stopped || nothing_left))
+    return;
+  if (stopped || !job->dst->caps.can_flush) {
+    l->state = LANE_DONE;
+    return;
+  }
+  l->flush_op = (struct op){ .lane = l, .kind = OP_FLUSH };
+  if (job->dst->ops->flush (l->dst, &l->flush_op) == -1) {
+    job_fail (job, "destination", "flush", 0, 0, error_get ());
+    l->state = LANE_DONE;
+    return;
+  }
+  lane_sent (l, &l->flush_op);
+  l->state = LANE_FLUSHING;
+}
+
+const char *
+op_name (const struct op *op)
+{
+  static const char *names[] = {
+    [OP_READ] = "source read", [OP_WRITE] = "destination write",
+    [OP_ZERO] = "destination zero",
+    [OP_EXTENTS] = "source extents (block status)",
+    [OP_FLUSH] = "destination flush",
+  };
+  return names[op->kind];
+}
+
+const struct op *
+lane_oldest_op (const struct lane *l)
+{
+  const struct op *oldest = NULL;
+
+#define CONSIDER(o)                                                           \
+  do {                                                                        \
+    if ((o)->in_flight && (!oldest || (o)->sent_ms < oldest->sent_ms))        \
+      oldest = (o);                                                           \
+  } while (0)
+  CONSIDER (&l->extents_op);
+  CONSIDER (&l->flush_op);
+  for (unsigned i = 0; i < l->pool.count; i++) {
+    CONSIDER (&l->buffers[i].read);
+    for (unsigned j = 0; j < RUNS_PER_BUFFER; j++)
+      CONSIDER (&l->buffers[i].runs[j]);
+  }
+  for (unsigned i = 0; i < l->job->opts->requests; i++)
+    CONSIDER (&l->zero_ops[i]);
+#undef CONSIDER
+  return oldest;
+}
+
+int
+lane_init (struct lane *l, unsigned index, struct job *job, struct conn *src,
+           struct conn *dst)
+{
+  const struct options *opts = job->opts;
+  unsigned nbuffers = opts->requests;
+
+  /* No point in more buffers than the byte budget can keep busy. */
+  if (job->queue_size / job->request_size < nbuffers)
+    nbuffers = MAX (job->queue_size / job->request_size, (uint64_t) 1);
+
+  *l = (struct lane){ .index = index, .job = job, .src = src, .dst = dst };
+  l->extents.v = l->extent_store;
+  l->extents.cap = EXTENTS_PER_LANE;
+  if (pool_init (&l->pool, nbuffers, job->request_size) == -1)
+    return -1;
+  l->buffers = calloc (nbuffers, sizeof *l->buffers);
+  l->zero_ops = calloc (opts->requests, sizeof *l->zero_ops);
+  l->free_zero_ops = calloc (opts->requests, sizeof *l->free_zero_ops);
+  if (!l->buffers || !l->zero_ops || !l->free_zero_ops) {
+    error_set ("out of memory");
+    return -1;
+  }
+  for (unsigned i = 0; i < nbuffers; i++)
+    l->buffers[i].index = i;
+  for (unsigned i = 0; i < opts->requests; i++) {
+    l->zero_ops[i].lane = l;
+    lane_put_zero_op (l, &l->zero_ops[i]);
+  }
+  return 0;
+}
+
+void
+lane_destroy (struct lane *l)
+{
+  pool_destroy (&l->pool);
+  free (l->buffers);
+  free (l->zero_ops);
+  free (l->free_zero_ops);
+}
+
