@@ -376,9 +376,12 @@ options_parse (int argc, char **argv, struct options *opts)
       break;
     case '?':
     default:
-      if (optopt && optopt < CHAR_MAX)
-        return bad ("unknown option or missing value: -%c", optopt);
-      return bad ("unknown option or missing value: %s", argv[optind - 1]);
+      /* Long options are named as written (optopt would give the short
+         form of --version=1, say); short ones by their letter. */
+      if (strncmp (argv[optind - 1], "--", 2) == 0 || !optopt
+          || optopt >= CHAR_MAX)
+        return bad ("unknown option or missing value: %s", argv[optind - 1]);
+      return bad ("unknown option or missing value: -%c", optopt);
     }
   }
 

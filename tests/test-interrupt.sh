@@ -1,0 +1,125 @@
+#!/bin/bash
+# SIGINT, SIGTERM and SIGHUP during a copy end nbdcp promptly with exit
+# 128+signal and "interrupted by signal", leave no subprocess server
+# behind and leave NBD servers healthy; a closed output pipe ends nbdcp
+# quietly with exit 1.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_filter delay
+requires_nbdkit_filter checkwrite
+requires_nbdkit_plugin sparse-random
+requires pgrep
+
+# interrupt SIGNAL STATUS NBDCP_ARGS...: start nbdcp in the background,
+# send SIGNAL after 0.5 s, and expect exit STATUS within 5 s.
+interrupt ()
+{
+  local sig=$1 status=$2 pid i r=0
+  shift 2
+  "$NBDCP" "$@" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  sleep 0.5
+  kill -0 "$pid" 2>/dev/null || {
+    cat "$tmp/err" >&2
+    fail "nbdcp ended before SIG$sig was sent: $*"
+  }
+  kill -"$sig" "$pid"
+  for i in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null || :
+    wait "$pid" 2>/dev/null || :
+    cat "$tmp/err" >&2
+    fail "nbdcp still running 5 s after SIG$sig: $*"
+  fi
+  wait "$pid" || r=$?
+  [ "$r" -eq "$status" ] || {
+    cat "$tmp/err" >&2
+    fail "SIG$sig: expected exit $status, got $r: $*"
+  }
+  grep -q 'interrupted by signal' "$tmp/err" || {
+    cat "$tmp/err" >&2
+    fail "SIG$sig: no 'interrupted by signal' message: $*"
+  }
+  echo "SIG$sig: exit $r: $(grep '^nbdcp:' "$tmp/err")"
+}
+
+size=512M
+
+# NBD to NBD.  One connection, one request at a time, on a source whose
+# reads take 0.1 s: about 50 s for the whole disk.  The destination is
+# self-verifying (sparse-random with the same seed checks every write).
+start_nbdkit src -r --filter=delay sparse-random size=$size seed=5 \
+  percent=100 rdelay=100ms
+start_nbdkit dst sparse-random size=$size seed=5 percent=100
+src=$(uri_of "$tmp/src.sock")
+dst=$(uri_of "$tmp/dst.sock")
+interrupt INT 130 -C 1 -R 1 "$src" "$dst"
+interrupt TERM 143 -C 4 -R 1 "$src" "$dst"
+interrupt HUP 129 -C 1 -R 1 "$src" "$dst"
+
+# A slow destination (writes take 0.1 s).
+start_nbdkit slowdst --filter=delay --filter=checkwrite pattern size=$size \
+  wdelay=100ms
+start_nbdkit psrc -r pattern size=$size
+slowdst=$(uri_of "$tmp/slowdst.sock")
+psrc=$(uri_of "$tmp/psrc.sock")
+interrupt TERM 143 -C 1 -R 1 "$psrc" "$slowdst"
+interrupt INT 130 -C 2 -R 2 "$psrc" "$slowdst"
+
+# Both servers still work: full copies to and from them succeed (at full
+# parallelism the delays cost under a few seconds).
+run_nbdcp "$src" "$dst"
+run_nbdcp "$psrc" "$slowdst"
+
+# A subprocess source, marked by its pid file path.  nbdcp must end it.
+for sig in INT TERM; do
+  marker="$tmp/subprocess-$sig.pid"
+  case $sig in INT) status=130 ;; TERM) status=143 ;; esac
+  interrupt $sig $status -C 1 -R 1 -- \
+    [ "$NBDKIT" --pidfile="$marker" -r --filter=delay sparse-random \
+      size=$size seed=5 percent=100 rdelay=100ms ] "$dst"
+  if pgrep -f -- "$marker" >"$tmp/left"; then
+    sleep 1
+    if pgrep -af -- "$marker"; then
+      fail "SIG$sig: subprocess server still running after nbdcp exited"
+    fi
+    fail "SIG$sig: subprocess server still running when nbdcp exited (gone 1 s later)"
+  fi
+done
+
+# A subprocess destination too.
+marker="$tmp/subprocess-dst.pid"
+interrupt TERM 143 -C 1 -R 1 -- "$psrc" \
+  [ "$NBDKIT" --pidfile="$marker" --filter=delay memory size=$size \
+    wdelay=100ms ]
+if pgrep -af -- "$marker"; then
+  fail "subprocess destination still running after nbdcp exited"
+fi
+
+# The reader of the output pipe goes away: nbdcp exits 1, no message, no
+# signal (SIGPIPE must not kill it).
+start_nbdkit big -r pattern size=$size
+set +e
+timeout --kill-after=10 60 "$NBDCP" "$(uri_of "$tmp/big.sock")" - \
+  2>"$tmp/pipe.err" | head -c 1 >"$tmp/pipe.out"
+r=${PIPESTATUS[0]}
+set -e
+[ "$r" -eq 1 ] || { cat "$tmp/pipe.err" >&2; fail "closed pipe: expected exit 1, got $r"; }
+[ ! -s "$tmp/pipe.err" ] || { cat "$tmp/pipe.err" >&2; fail "closed pipe: nbdcp printed a message"; }
+[ "$(wc -c <"$tmp/pipe.out")" -eq 1 ] || fail "head did not get its byte"
+
+# The same with a subprocess source, which must not be left running.
+marker="$tmp/subprocess-pipe.pid"
+set +e
+timeout --kill-after=10 60 "$NBDCP" -- \
+  [ "$NBDKIT" --pidfile="$marker" -r pattern size=$size ] - \
+  2>"$tmp/pipe2.err" | head -c 1 >/dev/null
+r=${PIPESTATUS[0]}
+set -e
+[ "$r" -eq 1 ] || { cat "$tmp/pipe2.err" >&2; fail "closed pipe (subprocess): expected exit 1, got $r"; }
+[ ! -s "$tmp/pipe2.err" ] || { cat "$tmp/pipe2.err" >&2; fail "closed pipe (subprocess): nbdcp printed a message"; }
+if pgrep -af -- "$marker"; then
+  fail "closed pipe: subprocess server still running after nbdcp exited"
+fi

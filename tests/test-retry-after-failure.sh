@@ -1,0 +1,117 @@
+#!/bin/bash
+# A failed copy can simply be run again: after a destination that fails
+# writes (or a source that fails reads, or a timeout) has left a partial
+# copy, the same command against the healthy server, on the same socket
+# and the same disk, succeeds and the destination then equals the source.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_filter error
+requires_nbdkit_filter delay
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin file
+requires "$QEMU_IMG"
+
+size=256M
+start_nbdkit src -r sparse-random size=$size seed=9 percent=30 runlength=65536
+src=$(uri_of "$tmp/src.sock")
+dst=$(uri_of "$tmp/dst.sock")
+
+# The destination disk starts full of non-zero junk, so that only a
+# complete copy (data and zeroes) can make it equal to the source.
+head -c $size < <(yes junk) >"$tmp/junk.img"
+[ "$(stat -c %s "$tmp/junk.img")" -eq $((256 * 1024 * 1024)) ] ||
+  fail "could not write the junk disk"
+junk ()
+{
+  cp "$tmp/junk.img" "$tmp/dst.img"
+}
+junk
+
+# The reference: the source as qemu-img reads it.
+"$QEMU_IMG" convert -f raw -O raw "$src" "$tmp/ref.img"
+
+# start_dst ARGS...: (re)start the destination server on the same
+# socket with ARGS, ending the previous one first.
+dst_pid=
+start_dst ()
+{
+  if [ -n "$dst_pid" ]; then
+    kill "$dst_pid" 2>/dev/null || :
+    wait "$dst_pid" 2>/dev/null || :
+  fi
+  rm -f "$tmp/dst.sock"
+  start_nbdkit dst "$@"
+  dst_pid=${_pids[-1]}
+}
+
+same ()
+{
+  cmp -s "$tmp/ref.img" "$tmp/dst.img" ||
+    fail "destination differs from the source after: $*"
+}
+
+differs ()
+{
+  if cmp -s "$tmp/ref.img" "$tmp/dst.img"; then
+    fail "the failed copy was complete (the test proves nothing): $*"
+  fi
+}
+
+# 1. Every write fails.
+start_dst --filter=error file "$tmp/dst.img" \
+  error-pwrite=EIO error-pwrite-rate=100%
+expect_fail '^nbdcp: destination write at offset [0-9]+ length [0-9]+ failed: Input/output error$' \
+  "$NBDCP" "$src" "$dst"
+start_dst file "$tmp/dst.img"
+differs "every write failing"
+run_nbdcp "$src" "$dst"
+same "a retry after every write failed"
+
+# 2. Some writes fail, after others went through.
+junk
+start_dst --filter=error file "$tmp/dst.img" \
+  error-pwrite=EIO error-pwrite-rate=3%
+expect_fail 'destination write at offset [0-9]+ length [0-9]+ failed' \
+  "$NBDCP" "$src" "$dst"
+start_dst file "$tmp/dst.img"
+differs "some writes failing"
+run_nbdcp "$src" "$dst"
+same "a retry after some writes failed"
+
+# 3. Zeroes fail (the junk must still be zeroed by the retry).
+junk
+start_dst --filter=error file "$tmp/dst.img" \
+  error-zero=EIO error-zero-rate=100% error-trim=EIO error-trim-rate=100%
+expect_fail 'destination (zero|write) at offset [0-9]+ length [0-9]+ failed' \
+  "$NBDCP" "$src" "$dst"
+start_dst file "$tmp/dst.img"
+differs "every zero failing"
+run_nbdcp "$src" "$dst"
+same "a retry after every zero failed"
+
+# 4. Source reads fail part way, then the source is healthy.
+junk
+start_nbdkit badsrc -r --filter=error sparse-random size=$size seed=9 \
+  percent=30 runlength=65536 error-pread=EIO error-pread-rate=3%
+expect_fail 'source read at offset [0-9]+ length [0-9]+ failed' \
+  "$NBDCP" "$(uri_of "$tmp/badsrc.sock")" "$dst"
+differs "some reads failing"
+run_nbdcp "$src" "$dst"
+same "a retry after some reads failed"
+
+# 5. A destination that stopped answering (--timeout), then answers.
+junk
+start_dst --filter=delay file "$tmp/dst.img" delay-write=30
+expect_fail 'no reply in .*\(--timeout\)' \
+  "$NBDCP" --timeout=1 "$src" "$dst"
+start_dst file "$tmp/dst.img"
+differs "a timeout"
+run_nbdcp --timeout=5 "$src" "$dst"
+same "a retry after a timeout"
+
+# 6. A fresh, self-verifying destination after a failed one: sparse-random
+# with the same seed checks every write and zero against its own data.
+start_dst --filter=error sparse-random size=$size seed=9 percent=30 \
+  runlength=65536 error-pwrite=EIO error-pwrite-rate=100%
+expect_fail 'destination write' "$NBDCP" "$src" "$dst"
+start_dst sparse-random size=$size seed=9 percent=30 runlength=65536
+run_nbdcp "$src" "$dst"

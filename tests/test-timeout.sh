@@ -1,0 +1,112 @@
+#!/bin/bash
+# --timeout=SECONDS fails a copy promptly (exit 1, one line naming the
+# operation, its offset and "(--timeout)") when a write, zero, read,
+# block status or flush gets no reply in time; and is not spurious:
+# slow-but-answering servers and healthy copies still succeed.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_filter delay
+requires_nbdkit_plugin sparse-random
+requires bc
+
+# stuck PATTERN NBDCP_ARGS...: nbdcp must exit 1 in under 10 s (the stuck
+# request would take 30 s) with one line matching PATTERN.
+stuck ()
+{
+  local pattern=$1 t0 t1
+  shift
+  t0=$(date +%s.%N)
+  expect_fail "$pattern" "$NBDCP" "$@"
+  t1=$(date +%s.%N)
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || {
+    cat "$tmp/err" >&2
+    fail "expected one line on stderr: $*"
+  }
+  grep -q '(--timeout)$' "$tmp/err" || fail "no '(--timeout)' in: $(cat "$tmp/err")"
+  grep -q 'no reply in' "$tmp/err" || fail "no 'no reply in' in: $(cat "$tmp/err")"
+  echo "$(cat "$tmp/err") [$(echo "$t1 - $t0" | bc) s]"
+  [ "$(echo "$t1 - $t0 < 10" | bc)" -eq 1 ] ||
+    fail "took $(echo "$t1 - $t0" | bc) s to time out: $*"
+}
+
+start_nbdkit src -r sparse-random size=256M seed=3 percent=50
+src=$(uri_of "$tmp/src.sock")
+start_nbdkit dst memory size=256M
+dst=$(uri_of "$tmp/dst.sock")
+off='at offset [0-9]+ length [0-9]+ failed: no reply in 1(\.0+)? seconds? \(--timeout\)$'
+
+# Stuck writes (and zeroes: wdelay covers both).  Each case gets a fresh
+# server, since the connections are cut off under its feet.
+start_nbdkit w1 --filter=delay memory size=256M wdelay=30
+stuck "^nbdcp: destination (write|zero) $off" \
+  --timeout=1 "$src" "$(uri_of "$tmp/w1.sock")"
+start_nbdkit w2 --filter=delay memory size=256M delay-write=30
+stuck "^nbdcp: destination write $off" \
+  --timeout=1 -C 1 -R 1 "$src" "$(uri_of "$tmp/w2.sock")"
+
+# Stuck zeroes only: a source with two data pages and holes elsewhere.
+start_nbdkit holes -r data '@1048576 1 @268435456 2' size=512M
+start_nbdkit z --filter=delay memory size=512M delay-zero=30
+stuck "^nbdcp: destination zero $off" \
+  --timeout=1 "$(uri_of "$tmp/holes.sock")" "$(uri_of "$tmp/z.sock")"
+
+# Stuck source reads.
+start_nbdkit r -r --filter=delay sparse-random size=256M seed=3 percent=50 \
+  rdelay=30
+stuck "^nbdcp: source read $off" --timeout=1 "$(uri_of "$tmp/r.sock")" "$dst"
+
+# Stuck block status.
+start_nbdkit e -r --filter=delay sparse-random size=256M seed=3 percent=50 \
+  delay-extents=30
+stuck "^nbdcp: source extents \(block status\) $off" \
+  --timeout=1 "$(uri_of "$tmp/e.sock")" "$dst"
+
+# Stuck read to a stuck write: the first to time out is reported.
+start_nbdkit r2 -r --filter=delay pattern size=64M rdelay=30
+start_nbdkit w3 --filter=delay memory size=64M wdelay=30
+stuck "^nbdcp: (source read|destination (write|zero)) $off" \
+  --timeout=1 "$(uri_of "$tmp/r2.sock")" "$(uri_of "$tmp/w3.sock")"
+
+# Decimals: 0.5 s.
+start_nbdkit w4 --filter=delay memory size=256M wdelay=30
+t0=$(date +%s.%N)
+expect_fail '^nbdcp: destination (write|zero) at offset [0-9]+ length [0-9]+ failed: no reply in 0\.50* seconds? \(--timeout\)$' \
+  "$NBDCP" --timeout=0.5 "$src" "$(uri_of "$tmp/w4.sock")"
+[ "$(echo "$(date +%s.%N) - $t0 < 5" | bc)" -eq 1 ] || fail "--timeout=0.5 too slow"
+
+# Stuck flush (the delay filter cannot delay flushes; eval can).  One
+# connection, since eval serializes all requests, and a write queued
+# behind another connection's flush would time out first.  The server
+# is killed afterwards so its sleeping flush does not hold up the
+# end of the test.
+requires_nbdkit_plugin eval
+start_nbdkit small -r pattern size=4M
+start_nbdkit f eval get_size='echo 4194304' can_write='exit 0' \
+  pread='dd if=/dev/zero count=$3 iflag=count_bytes status=none' \
+  pwrite='cat >/dev/null' can_flush='exit 0' flush='sleep 4'
+stuck '^nbdcp: destination flush failed: no reply in 1(\.0+)? seconds? \(--timeout\)$' \
+  --timeout=1 -C 1 "$(uri_of "$tmp/small.sock")" "$(uri_of "$tmp/f.sock")"
+kill -9 "${_pids[-1]}"
+
+# Not spurious.  Small delays, no --timeout: succeeds.
+start_nbdkit slow --filter=delay --filter=checkwrite pattern size=16M \
+  wdelay=10ms
+start_nbdkit psrc -r pattern size=16M
+psrc=$(uri_of "$tmp/psrc.sock")
+run_nbdcp "$psrc" "$(uri_of "$tmp/slow.sock")"
+
+# Every request answers in 0.3 s but the copy takes longer than the
+# timeout: the timeout is per request, not for the whole copy.
+start_nbdkit slowr -r --filter=delay pattern size=16M rdelay=300ms
+start_nbdkit slow2 --filter=delay --filter=checkwrite pattern size=16M \
+  wdelay=300ms
+t0=$(date +%s.%N)
+run_nbdcp --timeout=1 -C 1 -R 4 "$(uri_of "$tmp/slowr.sock")" \
+  "$(uri_of "$tmp/slow2.sock")"
+[ "$(echo "$(date +%s.%N) - $t0 > 1.5" | bc)" -eq 1 ] ||
+  fail "the slow copy was too fast to show anything"
+
+# A healthy copy with --timeout=5, checked by a self-verifying
+# destination (sparse-random with the same seed checks every write).
+start_nbdkit check sparse-random size=256M seed=3 percent=50
+run_nbdcp --timeout=5 "$src" "$(uri_of "$tmp/check.sock")"
+run_nbdcp --timeout=5 "$src" "$dst"
