@@ -55,3 +55,20 @@ expect_fail '^nbdcp: destination flush failed: Input/output error$' \
 
 # The healthy pair still copies, so the failures above were the filter's.
 run_nbdcp "$src" "$dst"
+
+# Errors that start in the middle of a copy (error-file appears), while
+# requests are in flight on every connection: still exit 1, no hang.
+start_nbdkit midway -r --filter=error --filter=delay sparse-random \
+  size=1G percent=100 seed=7 rdelay=100ms \
+  error-pread=EIO error-pread-rate=100% error-pread-file="$tmp/inject"
+start_nbdkit bigdst memory size=1G
+timeout 60 "$NBDCP" -C 4 "$(uri_of "$tmp/midway.sock")" \
+  "$(uri_of "$tmp/bigdst.sock")" 2>"$tmp/midway.err" &
+copier=$!
+sleep 0.5
+touch "$tmp/inject"
+r=0
+wait "$copier" || r=$?
+[ "$r" -eq 1 ] || fail "mid-copy read errors: expected exit 1, got $r"
+grep -Eq '^nbdcp: source read at offset [0-9]+ length [0-9]+ failed: Input/output error$' \
+  "$tmp/midway.err" || fail "mid-copy read errors: $(cat "$tmp/midway.err")"
