@@ -18,7 +18,7 @@ static bool
 is_nbd_uri (const char *spec)
 {
   static const char *schemes[] = {
-    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://",
+    "nbd://",       "nbds://",       "nbd+unix://", "nbds+unix://",
     "nbd+vsock://", "nbds+vsock://", NULL,
   };
   for (const char **s = schemes; *s; s++)
@@ -62,15 +62,16 @@ endpoint_is_stream (const char *spec)
 
   if (strcmp (spec, "-") == 0)
     return true; /* refined by local_kind for redirected files */
-  if (strcmp (spec, "null:") == 0 || is_nbd_uri (spec) || stat (spec, &st) == -1)
+  if (strcmp (spec, "null:") == 0 || is_nbd_uri (spec)
+      || stat (spec, &st) == -1)
     return false;
   return !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode)
          && !S_ISDIR (st.st_mode);
 }
 
 struct endpoint *
-endpoint_open (const char *spec, char **command, bool writable,
-               unsigned want, const struct options *opts)
+endpoint_open (const char *spec, char **command, bool writable, unsigned want,
+               const struct options *opts)
 {
   const struct endpoint_ops *ops;
   struct endpoint *ep;
@@ -86,8 +87,7 @@ endpoint_open (const char *spec, char **command, bool writable,
   }
   else if (is_nbd_uri (spec))
     ops = &nbd_endpoint_ops;
-  else if ((strstr (spec, "://")
-            || (strchr (spec, ':') && !strchr (spec, '/')))
+  else if ((strstr (spec, "://") || (strchr (spec, ':') && !strchr (spec, '/')))
            && access (spec, F_OK)) {
     error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
                "nbd+unix://, nbds+unix://, nbd+vsock://, null: or a file)",

@@ -19,8 +19,8 @@
 
 struct io_uring;
 struct options;
-struct conn;                    /* one connection; each kind defines it */
-struct op;                      /* one engine request; see engine.c */
+struct conn; /* one connection; each kind defines it */
+struct op;   /* one engine request; see engine.c */
 
 /* Finish OP; ERR is 0 or an errno value.  Defined by the engine. */
 void op_complete (struct op *op, int err);
@@ -70,26 +70,25 @@ struct extent_list {
   bool full;
 };
 
-void extent_list_reset (struct extent_list *list, uint64_t start,
-                        uint64_t end);
+void extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end);
 void extent_list_add (struct extent_list *list, uint64_t offset,
                       uint64_t length, bool zero);
 
 struct endpoint_caps {
-  bool stream;                  /* sequential only: stdin, stdout, pipes */
+  bool stream; /* sequential only: stdin, stdout, pipes */
   bool read_only;
-  bool can_zero;                /* has an efficient zero operation */
+  bool can_zero; /* has an efficient zero operation */
   bool can_flush;
-  bool can_extents;             /* can tell holes from data */
-  bool multi_conn;              /* advertises multi-conn (informational) */
-  uint32_t preferred_block;     /* 0 if unknown */
-  uint32_t max_request;         /* 0 if no limit */
+  bool can_extents;         /* can tell holes from data */
+  bool multi_conn;          /* advertises multi-conn (informational) */
+  uint32_t preferred_block; /* 0 if unknown */
+  uint32_t max_request;     /* 0 if no limit */
 };
 
 struct endpoint;
 
 struct endpoint_ops {
-  const char *kind;             /* for -v messages only */
+  const char *kind; /* for -v messages only */
 
   /* Open up to WANT connections; sets ep->size, ep->caps, ep->conns and
      ep->nconns (at least 1 on success). */
@@ -100,8 +99,8 @@ struct endpoint_ops {
      later), -1 with error_set() when they could not be. */
   int (*read) (struct conn *c, void *buf, uint32_t len, uint64_t offset,
                struct op *op);
-  int (*write) (struct conn *c, const void *buf, uint32_t len,
-                uint64_t offset, struct op *op);
+  int (*write) (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
+                struct op *op);
   int (*zero) (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
                struct op *op);
   int (*extents) (struct conn *c, uint64_t len, uint64_t offset,
@@ -132,22 +131,21 @@ struct endpoint_ops {
 
 struct endpoint {
   const struct endpoint_ops *ops;
-  const char *spec;             /* as the user wrote it */
-  const char *side;             /* "source" or "destination" */
-  char **command;               /* [ CMD ARGS ... ], else NULL */
-  int64_t size;                 /* -1 if unknown (a stream source) */
+  const char *spec; /* as the user wrote it */
+  const char *side; /* "source" or "destination" */
+  char **command;   /* [ CMD ARGS ... ], else NULL */
+  int64_t size;     /* -1 if unknown (a stream source) */
   struct endpoint_caps caps;
   unsigned nconns;
   struct conn **conns;
-  void *priv;                   /* the kind's own state */
+  void *priv; /* the kind's own state */
 };
 
 /* Pick the endpoint kind for SPEC and open it.  Returns NULL after
  * error_set() on failure.
  */
-struct endpoint *endpoint_open (const char *spec, char **command,
-                                bool writable, unsigned want,
-                                const struct options *opts);
+struct endpoint *endpoint_open (const char *spec, char **command, bool writable,
+                                unsigned want, const struct options *opts);
 void endpoint_close (struct endpoint *ep, bool clean);
 
 /* True if SPEC names a stream (stdin/stdout, a pipe, a socket, a

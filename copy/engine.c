@@ -70,8 +70,8 @@ job_fail_code (struct job *job, const char *side, const char *what,
               why);
   else if (!job->failed)
     snprintf (job->error, sizeof job->error,
-              "%s %s at offset %" PRIu64 " length %" PRIu64 " failed: %s",
-              side, what, offset, length, why);
+              "%s %s at offset %" PRIu64 " length %" PRIu64 " failed: %s", side,
+              what, offset, length, why);
   job->failed = true;
   pthread_mutex_unlock (&job->lock);
   atomic_store (&job->stop, true);
@@ -89,8 +89,8 @@ job_fail_text (struct job *job, const char *text)
 }
 
 void
-job_fail (struct job *job, const char *side, const char *what,
-          uint64_t offset, uint64_t length, const char *why)
+job_fail (struct job *job, const char *side, const char *what, uint64_t offset,
+          uint64_t length, const char *why)
 {
   job_fail_code (job, side, what, offset, length, why, 0);
 }
@@ -149,7 +149,8 @@ worker_wait (struct worker *w)
     /* Wake at least every quarter of the timeout to check on requests. */
     int64_t tick = MAX (timeout_ms / 4, (int64_t) 10);
     struct __kernel_timespec ts = {
-      .tv_sec = tick / 1000, .tv_nsec = (tick % 1000) * 1000000,
+      .tv_sec = tick / 1000,
+      .tv_nsec = (tick % 1000) * 1000000,
     };
     r = io_uring_submit_and_wait_timeout (ring, &cqe, 1, &ts, NULL);
     if (r == -ETIME) {
@@ -232,11 +233,11 @@ worker_attach (struct worker *w)
     struct lane *l = w->lanes[i];
     int index = w->buffers_registered ? (int) i : -1;
     if (job->src->ops->attach)
-      job->src->ops->attach (l->src, &w->ring, iov[i].iov_base,
-                             iov[i].iov_len, index);
+      job->src->ops->attach (l->src, &w->ring, iov[i].iov_base, iov[i].iov_len,
+                             index);
     if (job->dst->ops->attach)
-      job->dst->ops->attach (l->dst, &w->ring, iov[i].iov_base,
-                             iov[i].iov_len, index);
+      job->dst->ops->attach (l->dst, &w->ring, iov[i].iov_base, iov[i].iov_len,
+                             index);
   }
   free (iov);
 }
@@ -312,7 +313,10 @@ engine_run (const struct options *opts, struct endpoint *src,
             struct copy_stats *stats)
 {
   struct job job = {
-    .opts = opts, .src = src, .dst = dst, .size = size,
+    .opts = opts,
+    .src = src,
+    .dst = dst,
+    .size = size,
     .nsegments = size == UINT64_MAX ? UINT64_MAX
                                     : (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE,
     .ordered = dst->caps.stream,

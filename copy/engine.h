@@ -12,14 +12,14 @@
 #define SEGMENT_SIZE ((uint64_t) 128 * 1024 * 1024)
 
 struct copy_stats {
-  uint64_t total_bytes;         /* the size copied (known at the end) */
-  uint64_t data_bytes;          /* written as data */
-  uint64_t zero_bytes;          /* zeroed on the destination */
-  uint64_t skipped_bytes;       /* left alone: --destination-is-zero */
-  uint64_t hole_bytes;          /* of the source, never read (extents) */
-  uint64_t requests;            /* requests issued, both sides */
-  int error;                    /* errno of the first failure, or 0 */
-  unsigned lanes;               /* connection pairs used */
+  uint64_t total_bytes;   /* the size copied (known at the end) */
+  uint64_t data_bytes;    /* written as data */
+  uint64_t zero_bytes;    /* zeroed on the destination */
+  uint64_t skipped_bytes; /* left alone: --destination-is-zero */
+  uint64_t hole_bytes;    /* of the source, never read (extents) */
+  uint64_t requests;      /* requests issued, both sides */
+  int error;              /* errno of the first failure, or 0 */
+  unsigned lanes;         /* connection pairs used */
   unsigned workers;
 };
 

@@ -51,19 +51,25 @@
 /* O_DIRECT alignment that works on every device we expect. */
 #define DIRECT_ALIGN 4096
 
-enum file_op { FILE_READ, FILE_WRITE, FILE_ZERO, FILE_ZERO_ALLOCATE, FILE_FLUSH };
+enum file_op {
+  FILE_READ,
+  FILE_WRITE,
+  FILE_ZERO,
+  FILE_ZERO_ALLOCATE,
+  FILE_FLUSH
+};
 
 struct file {
   int fd;
-  int direct_fd;                /* O_DIRECT descriptor, or -1 */
+  int direct_fd; /* O_DIRECT descriptor, or -1 */
   bool is_device;
-  char *zeroes;                 /* ZERO_CHUNK bytes, for fallbacks */
+  char *zeroes; /* ZERO_CHUNK bytes, for fallbacks */
 };
 
 struct conn {
   struct file *file;
   struct io_uring *ring;
-  const char *bufs;             /* the lane's registered pool */
+  const char *bufs; /* the lane's registered pool */
   size_t bufs_len;
   int buf_index;
 };
@@ -202,8 +208,8 @@ fd_for (const struct conn *c, const char *buf, uint64_t len, uint64_t offset)
 {
   const struct file *f = c->file;
 
-  if (f->direct_fd >= 0 && offset % DIRECT_ALIGN == 0
-      && len % DIRECT_ALIGN == 0 && (uintptr_t) buf % DIRECT_ALIGN == 0)
+  if (f->direct_fd >= 0 && offset % DIRECT_ALIGN == 0 && len % DIRECT_ALIGN == 0
+      && (uintptr_t) buf % DIRECT_ALIGN == 0)
     return f->direct_fd;
   return f->fd;
 }
@@ -240,8 +246,8 @@ submit (struct op_io *io)
                              io->offset, io->len);
     break;
   case FILE_ZERO_ALLOCATE:
-    io_uring_prep_fallocate (sqe, c->file->fd, FALLOC_FL_ZERO_RANGE,
-                             io->offset, io->len);
+    io_uring_prep_fallocate (sqe, c->file->fd, FALLOC_FL_ZERO_RANGE, io->offset,
+                             io->len);
     break;
   case FILE_FLUSH:
     io_uring_prep_fsync (sqe, c->file->fd, IORING_FSYNC_DATASYNC);
@@ -261,8 +267,13 @@ start (struct conn *c, struct op *op, int kind, char *buf, uint64_t len,
     return -1;
   }
   *io = (struct op_io){
-    .ev.handle = file_done, .op = op, .conn = c, .buf = buf,
-    .offset = offset, .len = len, .kind = kind,
+    .ev.handle = file_done,
+    .op = op,
+    .conn = c,
+    .buf = buf,
+    .offset = offset,
+    .len = len,
+    .kind = kind,
   };
   submit (io);
   return 0;
@@ -275,8 +286,8 @@ static int
 write_zeroes (struct file *f, uint64_t offset, uint64_t len)
 {
   while (len > 0) {
-    ssize_t n = pwrite (f->fd, f->zeroes, MIN (len, (uint64_t) ZERO_CHUNK),
-                        offset);
+    ssize_t n
+        = pwrite (f->fd, f->zeroes, MIN (len, (uint64_t) ZERO_CHUNK), offset);
     if (n == -1 && errno == EINTR)
       continue;
     if (n <= 0)

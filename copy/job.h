@@ -30,22 +30,22 @@ struct lane;
 struct buffer;
 
 struct op {
-  struct op_io io;              /* the endpoint's, while in flight */
-  struct op *next;              /* on the worker's done list */
+  struct op_io io; /* the endpoint's, while in flight */
+  struct op *next; /* on the worker's done list */
   struct lane *lane;
-  struct buffer *buf;           /* the buffer a read fills or a run drains */
+  struct buffer *buf; /* the buffer a read fills or a run drains */
   enum op_kind kind;
   uint64_t offset, length;
   int err;
   bool in_flight;
-  int64_t sent_ms;              /* when it was sent, for --timeout */
+  int64_t sent_ms; /* when it was sent, for --timeout */
 };
 
 struct buffer {
-  unsigned index;               /* in the lane's pool */
-  uint64_t offset;              /* of the disk */
+  unsigned index;  /* in the lane's pool */
+  uint64_t offset; /* of the disk */
   uint32_t len;
-  unsigned pending;             /* runs still in flight */
+  unsigned pending; /* runs still in flight */
   struct op read;
   struct op runs[RUNS_PER_BUFFER];
 };
@@ -53,32 +53,32 @@ struct buffer {
 enum lane_state { LANE_COPYING, LANE_FLUSHING, LANE_DONE };
 
 struct lane {
-  unsigned index;               /* for messages */
+  unsigned index; /* for messages */
   struct job *job;
   struct worker *worker;
   struct conn *src, *dst;
   enum lane_state state;
 
   struct pool pool;
-  struct buffer *buffers;       /* one per pool buffer */
-  uint64_t queued_bytes;        /* in buffers that are in use */
+  struct buffer *buffers; /* one per pool buffer */
+  uint64_t queued_bytes;  /* in buffers that are in use */
 
-  struct op *zero_ops;          /* for zero extents: requests slots */
+  struct op *zero_ops; /* for zero extents: requests slots */
   struct op **free_zero_ops;
   unsigned nfree_zero_ops;
 
   struct op extents_op, flush_op;
   bool extents_busy;
   struct extent extent_store[EXTENTS_PER_LANE];
-  struct extent_list extents;   /* of [pos, ...) in the current segment */
+  struct extent_list extents; /* of [pos, ...) in the current segment */
   size_t next_extent;
 
-  uint64_t pos;                 /* next byte to issue */
+  uint64_t pos; /* next byte to issue */
   uint64_t segment_end;
   bool no_more_segments;
-  bool eof;                     /* a stream source has ended */
+  bool eof; /* a stream source has ended */
 
-  unsigned inflight;            /* requests in flight, both sides */
+  unsigned inflight; /* requests in flight, both sides */
   struct copy_stats stats;
 };
 
@@ -96,27 +96,26 @@ struct worker {
 struct job {
   const struct options *opts;
   struct endpoint *src, *dst;
-  atomic_uint_fast64_t size;    /* UINT64_MAX until a stream ends */
+  atomic_uint_fast64_t size; /* UINT64_MAX until a stream ends */
   uint64_t nsegments;
-  bool ordered;                 /* the destination is a stream */
+  bool ordered; /* the destination is a stream */
   uint32_t request_size;
   uint64_t queue_size;
-  const char *zero_buffer;      /* for destinations that cannot zero */
+  const char *zero_buffer; /* for destinations that cannot zero */
 
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */
   atomic_bool stop;
-  atomic_bool abort;            /* in-flight requests must be cut off */
+  atomic_bool abort; /* in-flight requests must be cut off */
   const volatile sig_atomic_t *interrupted;
 
-  pthread_mutex_t lock;         /* guards the fields below */
+  pthread_mutex_t lock; /* guards the fields below */
   pthread_cond_t workers_changed;
   unsigned workers_running;
   bool failed;
-  int error_code;               /* errno of the first failure, or 0 */
+  int error_code; /* errno of the first failure, or 0 */
   char error[1024];
 };
-
 
 /* Record the first failure and stop every lane from issuing more:
  * "SIDE WHAT at offset OFFSET length LENGTH failed: WHY" (without the

@@ -27,8 +27,7 @@
 static void
 count_done (struct lane *l, uint64_t bytes)
 {
-  atomic_fetch_add_explicit (&l->job->bytes_done, bytes,
-                             memory_order_relaxed);
+  atomic_fetch_add_explicit (&l->job->bytes_done, bytes, memory_order_relaxed);
 }
 
 struct op_io *
@@ -85,7 +84,8 @@ lane_take_segment (struct lane *l)
     return false;
   }
   l->pos = index * SEGMENT_SIZE;
-  l->segment_end = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size));
+  l->segment_end
+      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size));
   return true;
 }
 
@@ -106,7 +106,10 @@ lane_fetch_extents (struct lane *l)
     return 0;
   }
   *op = (struct op){
-    .lane = l, .kind = OP_EXTENTS, .offset = l->pos, .length = len,
+    .lane = l,
+    .kind = OP_EXTENTS,
+    .offset = l->pos,
+    .length = len,
   };
   if (job->src->ops->extents (l->src, len, l->pos, &l->extents, op) == -1) {
     job_fail (job, "source", "extents (block status)", l->pos, len,
@@ -224,10 +227,14 @@ lane_issue_read (struct lane *l, struct extent *e)
   b->len = len;
   b->pending = 0;
   b->read = (struct op){
-    .lane = l, .buf = b, .kind = OP_READ, .offset = e->offset, .length = len,
+    .lane = l,
+    .buf = b,
+    .kind = OP_READ,
+    .offset = e->offset,
+    .length = len,
   };
-  if (job->src->ops->read (l->src, pool_data (&l->pool, index), len,
-                           e->offset, &b->read)
+  if (job->src->ops->read (l->src, pool_data (&l->pool, index), len, e->offset,
+                           &b->read)
       == -1) {
     job_fail (job, "source", "read", e->offset, len, error_get ());
     pool_put (&l->pool, index);
@@ -327,8 +334,9 @@ lane_op_done (struct lane *l, struct op *op)
   struct job *job = l->job;
   bool src_side = op->kind == OP_READ || op->kind == OP_EXTENTS;
   static const char *names[] = {
-    [OP_READ] = "read", [OP_WRITE] = "write", [OP_ZERO] = "zero",
-    [OP_EXTENTS] = "extents (block status)", [OP_FLUSH] = "flush",
+    [OP_READ] = "read",   [OP_WRITE] = "write",
+    [OP_ZERO] = "zero",   [OP_EXTENTS] = "extents (block status)",
+    [OP_FLUSH] = "flush",
   };
 
   l->inflight--;
@@ -387,8 +395,7 @@ lane_check_finished (struct lane *l)
   bool nothing_left = l->no_more_segments && !l->extents_busy
                       && l->next_extent == l->extents.len;
 
-  if (l->state != LANE_COPYING || l->inflight > 0
-      || !(stopped || nothing_left))
+  if (l->state != LANE_COPYING || l->inflight > 0 || !(stopped || nothing_left))
     return;
   if (stopped || !job->dst->caps.can_flush) {
     l->state = LANE_DONE;
@@ -408,7 +415,8 @@ const char *
 op_name (const struct op *op)
 {
   static const char *names[] = {
-    [OP_READ] = "source read", [OP_WRITE] = "destination write",
+    [OP_READ] = "source read",
+    [OP_WRITE] = "destination write",
     [OP_ZERO] = "destination zero",
     [OP_EXTENTS] = "source extents (block status)",
     [OP_FLUSH] = "destination flush",
@@ -421,10 +429,10 @@ lane_oldest_op (const struct lane *l)
 {
   const struct op *oldest = NULL;
 
-#define CONSIDER(o)                                                           \
-  do {                                                                        \
-    if ((o)->in_flight && (!oldest || (o)->sent_ms < oldest->sent_ms))        \
-      oldest = (o);                                                           \
+#define CONSIDER(o)                                                            \
+  do {                                                                         \
+    if ((o)->in_flight && (!oldest || (o)->sent_ms < oldest->sent_ms))         \
+      oldest = (o);                                                            \
   } while (0)
   CONSIDER (&l->extents_op);
   CONSIDER (&l->flush_op);
@@ -479,4 +487,3 @@ lane_destroy (struct lane *l)
   free (l->zero_ops);
   free (l->free_zero_ops);
 }
-

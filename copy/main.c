@@ -32,7 +32,7 @@
 #define DEFAULT_SPARSE_SIZE 4096
 
 static void verbose (const struct options *opts, const char *fmt, ...)
-  __attribute__ ((format (printf, 2, 3)));
+    __attribute__ ((format (printf, 2, 3)));
 
 static void
 verbose (const struct options *opts, const char *fmt, ...)
@@ -123,8 +123,10 @@ settle_sizes (struct options *opts, const struct endpoint *src,
     limit = MIN (limit, dst->caps.max_request);
   limit = round_down_pow2 (limit);
   if (opts->request_size > limit) {
-    verbose (opts, "request size lowered from %" PRIu32 " to %" PRIu32
-             " (the servers' maximum)", opts->request_size, limit);
+    verbose (opts,
+             "request size lowered from %" PRIu32 " to %" PRIu32
+             " (the servers' maximum)",
+             opts->request_size, limit);
     opts->request_size = limit;
   }
   if (opts->queue_size == 0)
@@ -239,13 +241,13 @@ main (int argc, char **argv)
   unsigned lanes = MIN (src->nconns, dst->nconns);
   unsigned threads = MIN (opts.threads, lanes);
   verbose (&opts,
-           "copying %" PRIi64 " bytes (-1: until the stream ends): %u lane%s on %u thread%s, "
+           "copying %" PRIi64
+           " bytes (-1: until the stream ends): %u lane%s on %u thread%s, "
            "%u requests of %" PRIu32 " bytes, queue %" PRIu64
            " bytes, sparse %" PRIi64 ", extents %s%s%s",
            src->size, lanes, lanes == 1 ? "" : "s", threads,
-           threads == 1 ? "" : "s",
-           opts.requests, opts.request_size, opts.queue_size,
-           opts.sparse_size, opts.extents ? "on" : "off",
+           threads == 1 ? "" : "s", opts.requests, opts.request_size,
+           opts.queue_size, opts.sparse_size, opts.extents ? "on" : "off",
            opts.destination_is_zero ? ", destination is zero" : "",
            opts.allocated ? ", allocated" : "");
 
@@ -259,8 +261,10 @@ main (int argc, char **argv)
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
-      .src_connections = src->nconns, .dst_connections = dst->nconns,
-      .elapsed = now () - start, .ok = r == 0,
+      .src_connections = src->nconns,
+      .dst_connections = dst->nconns,
+      .elapsed = now () - start,
+      .ok = r == 0,
     };
     stats_print (&stats, &ctx, opts.stats_json);
   }

@@ -137,8 +137,8 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
           snprintf (first_error, sizeof first_error, "%s",
                     nbd_get_error () ? nbd_get_error () : "handshake failed");
         if (verbose)
-          fprintf (stderr, "nbdcp: %s: connection %u failed: %s\n", spec,
-                   i + 1, first_error);
+          fprintf (stderr, "nbdcp: %s: connection %u failed: %s\n", spec, i + 1,
+                   first_error);
         nbd_close (h[i]);
         h[i] = NULL;
         continue;
@@ -173,9 +173,11 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
       /* Hang-ups and errors go to the direction libnbd is waiting on:
          telling it "readable" while it waits to write is invalid and
          would leave it waiting, with poll returning at once, forever. */
-      if ((dir & LIBNBD_AIO_DIRECTION_WRITE) && (re & (POLLOUT | POLLHUP | POLLERR)))
+      if ((dir & LIBNBD_AIO_DIRECTION_WRITE)
+          && (re & (POLLOUT | POLLHUP | POLLERR)))
         r = nbd_aio_notify_write (hk);
-      else if ((dir & LIBNBD_AIO_DIRECTION_READ) && (re & (POLLIN | POLLHUP | POLLERR)))
+      else if ((dir & LIBNBD_AIO_DIRECTION_READ)
+               && (re & (POLLIN | POLLHUP | POLLERR)))
         r = nbd_aio_notify_read (hk);
       if (r == -1 && !first_error[0])
         snprintf (first_error, sizeof first_error, "%s", nbd_get_error ());
@@ -314,8 +316,8 @@ command_done (void *user_data, int *error)
   return 1;
 }
 
-#define DONE(op) ((nbd_completion_callback){ .callback = command_done,     \
-                                             .user_data = (op) })
+#define DONE(op)                                                               \
+  ((nbd_completion_callback){ .callback = command_done, .user_data = (op) })
 
 static int
 failed (void)
@@ -336,9 +338,8 @@ static int
 nbd_ep_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
               struct op *op)
 {
-  return nbd_aio_pwrite (c->h, buf, len, offset, DONE (op), 0) == -1
-             ? failed ()
-             : 0;
+  return nbd_aio_pwrite (c->h, buf, len, offset, DONE (op), 0) == -1 ? failed ()
+                                                                     : 0;
 }
 
 static int

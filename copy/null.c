@@ -20,7 +20,9 @@ null_open (struct endpoint *ep, bool writable, unsigned want,
 {
   ep->size = INT64_MAX; /* any source fits */
   ep->caps = (struct endpoint_caps){
-    .can_zero = true, .can_flush = true, .multi_conn = true,
+    .can_zero = true,
+    .can_flush = true,
+    .multi_conn = true,
   };
   ep->conns = calloc (want, sizeof *ep->conns);
   if (!ep->conns)

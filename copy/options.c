@@ -167,8 +167,7 @@ static int
 parse_size (const char *name, const char *arg, int64_t *out)
 {
   if (human_size_parse (arg, out) == -1)
-    return bad ("%s: '%s' is not a size (examples: 4096, 64K, 1M)", name,
-                arg);
+    return bad ("%s: '%s' is not a size (examples: 4096, 64K, 1M)", name, arg);
   return 0;
 }
 
@@ -250,11 +249,11 @@ parse_endpoints (int argc, char **argv, struct options *opts)
 {
   int i = optind, n = argc - optind;
 
-  if (n >= 1 && parse_endpoint (argc, argv, &i, &opts->src,
-                                &opts->src_command) == -1)
+  if (n >= 1
+      && parse_endpoint (argc, argv, &i, &opts->src, &opts->src_command) == -1)
     return -1;
-  if (i < argc && parse_endpoint (argc, argv, &i, &opts->dst,
-                                  &opts->dst_command) == -1)
+  if (i < argc
+      && parse_endpoint (argc, argv, &i, &opts->dst, &opts->dst_command) == -1)
     return -1;
   if (n < 2 || i != argc || !opts->dst) {
     if (!opts->dst && n >= 2)
@@ -321,7 +320,8 @@ options_parse (int argc, char **argv, struct options *opts)
     case TIMEOUT_OPTION:
       if (parse_seconds (optarg, &opts->timeout_ms) == -1)
         return bad ("--timeout: '%s' is not a number of seconds from 0.01 "
-                    "to 86400", optarg);
+                    "to 86400",
+                    optarg);
       break;
     case STATS_OPTION:
       opts->stats = true;

@@ -9,29 +9,29 @@
 #define MIN_REQUEST_SIZE 512
 
 struct options {
-  const char *src;              /* SOURCE as given */
-  const char *dst;              /* DESTINATION as given */
-  char **src_command;           /* SOURCE was [ CMD ARGS ... ], else NULL */
+  const char *src;    /* SOURCE as given */
+  const char *dst;    /* DESTINATION as given */
+  char **src_command; /* SOURCE was [ CMD ARGS ... ], else NULL */
   char **dst_command;
-  unsigned connections;         /* -C: connections per side */
-  unsigned threads;             /* -T: 0 = number of online CPUs */
-  unsigned requests;            /* -R: requests in flight per connection */
-  uint32_t request_size;        /* --request-size: bytes per read */
-  uint64_t queue_size;          /* --queue-size: bytes in flight per
-                                   connection, 0 = requests * request_size */
-  int64_t sparse_size;          /* -S: zero-detection block, 0 = off,
-                                   -1 = default (see main.c) */
-  bool allocated;               /* --allocated */
-  bool destination_is_zero;     /* --destination-is-zero, --target-is-zero */
-  bool flush;                   /* --flush (always on; kept for scripts) */
-  bool extents;                 /* false with --no-extents */
-  bool synchronous;             /* --synchronous */
-  bool direct;                  /* --direct: O_DIRECT for local files */
-  bool progress;                /* -p or --progress[=FD] */
-  int progress_fd;              /* --progress=FD, else -1 */
-  bool verbose;                 /* -v */
-  int64_t timeout_ms;           /* --timeout, 0 = none */
-  bool stats;                   /* --stats[=json] */
+  unsigned connections;     /* -C: connections per side */
+  unsigned threads;         /* -T: 0 = number of online CPUs */
+  unsigned requests;        /* -R: requests in flight per connection */
+  uint32_t request_size;    /* --request-size: bytes per read */
+  uint64_t queue_size;      /* --queue-size: bytes in flight per
+                               connection, 0 = requests * request_size */
+  int64_t sparse_size;      /* -S: zero-detection block, 0 = off,
+                               -1 = default (see main.c) */
+  bool allocated;           /* --allocated */
+  bool destination_is_zero; /* --destination-is-zero, --target-is-zero */
+  bool flush;               /* --flush (always on; kept for scripts) */
+  bool extents;             /* false with --no-extents */
+  bool synchronous;         /* --synchronous */
+  bool direct;              /* --direct: O_DIRECT for local files */
+  bool progress;            /* -p or --progress[=FD] */
+  int progress_fd;          /* --progress=FD, else -1 */
+  bool verbose;             /* -v */
+  int64_t timeout_ms;       /* --timeout, 0 = none */
+  bool stats;               /* --stats[=json] */
   bool stats_json;
 };
 

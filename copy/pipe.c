@@ -23,8 +23,8 @@
 
 struct conn {
   int fd;
-  bool owned;                   /* opened here, so closed here */
-  uint64_t pos;                 /* next offset the stream is at */
+  bool owned;   /* opened here, so closed here */
+  uint64_t pos; /* next offset the stream is at */
 };
 
 static const char zeroes[ZERO_CHUNK];
@@ -68,8 +68,9 @@ static int
 check_position (struct conn *c, uint64_t offset)
 {
   if (offset != c->pos) {
-    error_set ("stream request at offset %" PRIu64 " but the stream is at %"
-               PRIu64, offset, c->pos);
+    error_set ("stream request at offset %" PRIu64
+               " but the stream is at %" PRIu64,
+               offset, c->pos);
     return -1;
   }
   return 0;

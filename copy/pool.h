@@ -8,11 +8,11 @@
 #include <stddef.h>
 
 struct pool {
-  char *base;                   /* COUNT * SIZE bytes, page aligned */
+  char *base; /* COUNT * SIZE bytes, page aligned */
   size_t size;
   unsigned count;
   unsigned nfree;
-  unsigned *free;               /* stack of free buffer indexes */
+  unsigned *free; /* stack of free buffer indexes */
 };
 
 int pool_init (struct pool *pool, unsigned count, size_t size);

@@ -72,8 +72,8 @@ draw (struct progress *p, int percent, uint64_t done, uint64_t total,
   }
   else if (final)
     snprintf (eta, sizeof eta, " in %.1fs", elapsed);
-  fprintf (stderr, "%s%3d%% %s of %s, %s/s%s%s", p->tty ? "\r" : "",
-           percent, d, t, r, eta, p->tty ? "\033[K" : "\n");
+  fprintf (stderr, "%s%3d%% %s of %s, %s/s%s%s", p->tty ? "\r" : "", percent, d,
+           t, r, eta, p->tty ? "\033[K" : "\n");
   if (final && p->tty)
     fputc ('\n', stderr);
   fflush (stderr);

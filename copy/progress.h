@@ -9,13 +9,13 @@
 
 struct progress {
   bool enabled;
-  int fd;                       /* --progress=FD, or -1 for stderr */
-  bool tty;                     /* stderr is a terminal: redraw one line */
-  int last_percent;             /* last percent written; -1 = none */
-  double start;                 /* seconds, monotonic */
-  double rate_time;             /* sample used for the rate */
+  int fd;           /* --progress=FD, or -1 for stderr */
+  bool tty;         /* stderr is a terminal: redraw one line */
+  int last_percent; /* last percent written; -1 = none */
+  double start;     /* seconds, monotonic */
+  double rate_time; /* sample used for the rate */
   uint64_t rate_bytes;
-  double rate;                  /* bytes per second, smoothed */
+  double rate; /* bytes per second, smoothed */
 };
 
 void progress_init (struct progress *p, bool enabled, int fd);

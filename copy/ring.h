@@ -23,8 +23,7 @@ ring_get_sqe (struct io_uring *ring)
 
 /* One-shot poll of FD for MASK; EV->handle runs when it fires. */
 static inline void
-ring_poll (struct io_uring *ring, int fd, unsigned mask,
-           struct ring_event *ev)
+ring_poll (struct io_uring *ring, int fd, unsigned mask, struct ring_event *ev)
 {
   struct io_uring_sqe *sqe = ring_get_sqe (ring);
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 struct run {
-  size_t offset;                /* within the buffer */
+  size_t offset; /* within the buffer */
   size_t length;
   bool zero;
 };

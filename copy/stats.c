@@ -32,8 +32,7 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            human_size_format (rate, b, sizeof b),
            human_size_format (s->data_bytes, c, sizeof c), s->data_bytes,
            human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,
-           human_size_format (s->skipped_bytes, e, sizeof e),
-           s->skipped_bytes,
+           human_size_format (s->skipped_bytes, e, sizeof e), s->skipped_bytes,
            human_size_format (s->hole_bytes, a, sizeof a), s->hole_bytes,
            s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
            s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");

@@ -8,8 +8,8 @@
 
 struct stats_context {
   unsigned src_connections, dst_connections;
-  double elapsed;               /* seconds */
-  bool ok;                      /* the copy succeeded */
+  double elapsed; /* seconds */
+  bool ok;        /* the copy succeeded */
 };
 
 void stats_print (const struct copy_stats *s, const struct stats_context *ctx,

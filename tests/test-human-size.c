@@ -15,8 +15,8 @@ ok (const char *str, int64_t want)
 {
   int64_t got = -1;
   if (human_size_parse (str, &got) != 0 || got != want) {
-    fprintf (stderr, "FAIL: '%s' -> %" PRIi64 ", want %" PRIi64 "\n", str,
-             got, want);
+    fprintf (stderr, "FAIL: '%s' -> %" PRIi64 ", want %" PRIi64 "\n", str, got,
+             want);
     failures++;
   }
 }

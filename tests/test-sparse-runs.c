@@ -9,12 +9,12 @@
 
 static int failures;
 
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf (stderr, "FAIL line %d: %s\n", __LINE__, #cond);                \
-      failures++;                                                             \
-    }                                                                         \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf (stderr, "FAIL line %d: %s\n", __LINE__, #cond);                 \
+      failures++;                                                              \
+    }                                                                          \
   } while (0)
 
 /* Runs must tile [0, len) exactly, alternate, and say the truth about
