@@ -31,7 +31,8 @@
 #include "options.h"
 #include "ring.h"
 
-/* How long the first connection may take to connect and handshake. */
+/* How long the first connection may take to connect and handshake,
+   unless --timeout says otherwise. */
 #define FIRST_CONNECT_TIMEOUT_MS (60 * 1000)
 /* How long extra connections may take once the first one works. */
 #define EXTRA_CONNECT_WAIT_MS 2000
@@ -104,11 +105,13 @@ handle_create (const struct endpoint *ep, bool verbose)
  */
 static unsigned
 handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
-               bool verbose)
+               bool verbose, int64_t timeout_ms)
 {
   struct pollfd *fds = calloc (n, sizeof *fds);
   unsigned *index = calloc (n, sizeof *index);
-  int64_t start = now_ms (), deadline = start + FIRST_CONNECT_TIMEOUT_MS;
+  int64_t start = now_ms ();
+  int64_t deadline
+      = start + (timeout_ms ? timeout_ms : FIRST_CONNECT_TIMEOUT_MS);
   unsigned ready = 0;
   bool extra_deadline_set = false;
   char first_error[256] = "";
@@ -262,7 +265,7 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
     return -1;
   }
   n = 0;
-  ready = handshake_all (h, want, ep->spec, opts->verbose);
+  ready = handshake_all (h, want, ep->spec, opts->verbose, opts->timeout_ms);
   if (ready == 0) {
     free (h);
     return -1;

@@ -35,7 +35,9 @@ enum {
   SHORT_OPTIONS_OPTION,
 };
 
-static const char short_options[] = "+C:pR:S:T:vV";
+/* No '+': like nbdcopy, options may follow SOURCE and DESTINATION; a
+   '[ CMD ARGS ... ]' endpoint therefore needs '--' before it. */
+static const char short_options[] = "C:pR:S:T:vV";
 static const struct option long_options[] = {
   { "help", no_argument, NULL, HELP_OPTION },
   { "allocated", no_argument, NULL, ALLOCATED_OPTION },
@@ -74,9 +76,8 @@ print_help (void)
           "  SOURCE, DESTINATION := NBD-URI | FILE | DEVICE | - |"
           " [ CMD ARGS ... ]\n"
           "  DESTINATION += null:\n"
-          "  ('-' is stdin or stdout; '[ CMD ]' runs an NBD server with\n"
-          "   socket activation; write 'nbdcp -- [ ... ]' so CMD's options\n"
-          "   are not taken for nbdcp's)\n"
+          "  ('-' is stdin or stdout; '[ CMD ARGS ... ]' runs an NBD server\n"
+          "   with socket activation; options may also follow the operands)\n"
           "\n"
           "Options:\n"
           "  -C, --connections=N      connections per side (default 4)\n"
@@ -217,49 +218,81 @@ list_options (bool longs)
       printf ("-%c\n", *s);
 }
 
-/* Take the next endpoint from ARGV[*i]: a word, or "[ CMD ARGS ... ]",
- * whose words are left in ARGV (the "]" becomes NULL) for *COMMAND.
+/* '[ CMD ARGS ... ]' groups are taken out of the command line before
+ * getopt sees it, each replaced by the address of one of these marks,
+ * so that CMD's own options are never taken for nbdcp's and nbdcp's
+ * options may still come anywhere (as with nbdcopy).
  */
+#define MAX_GROUPS 8
+static char group_marks[MAX_GROUPS];
+
 static int
-parse_endpoint (int argc, char **argv, int *i, const char **spec,
-                char ***command)
+is_mark (const char *word)
 {
-  if (strcmp (argv[*i], "[") != 0) {
-    *spec = argv[(*i)++];
-    *command = NULL;
-    return 0;
-  }
-  for (int j = *i + 1; j < argc; j++) {
-    if (strcmp (argv[j], "]") == 0) {
-      if (j == *i + 1)
-        return bad ("'[ ]' needs a command between the brackets");
-      argv[j] = NULL;
-      *command = &argv[*i + 1];
-      *spec = argv[*i + 1];
-      *i = j + 1;
-      return 0;
-    }
-  }
-  return bad ("'[' without a matching ']' (a subprocess server is written "
-              "[ CMD ARGS ... ], with spaces around the brackets)");
+  return word >= group_marks && word < group_marks + MAX_GROUPS
+             ? word - group_marks
+             : -1;
 }
 
+/* Copies ARGV to *AV with the bracket groups lifted out into GROUPS
+ * (their "]" becomes NULL, in ARGV).  Returns the new argc, or -1.
+ */
 static int
-parse_endpoints (int argc, char **argv, struct options *opts)
+lift_groups (int argc, char **argv, char **av, char **groups[MAX_GROUPS])
 {
-  int i = optind, n = argc - optind;
+  int ac = 0, ng = 0;
 
-  if (n >= 1
-      && parse_endpoint (argc, argv, &i, &opts->src, &opts->src_command) == -1)
-    return -1;
-  if (i < argc
-      && parse_endpoint (argc, argv, &i, &opts->dst, &opts->dst_command) == -1)
-    return -1;
-  if (n < 2 || i != argc || !opts->dst) {
-    if (!opts->dst && n >= 2)
-      return bad ("expected a DESTINATION after the SOURCE's ']'");
+  for (int i = 0; i < argc; i++) {
+    if (i > 0 && strcmp (argv[i], "]") == 0)
+      return bad ("']' without a '[' before it");
+    if (i == 0 || strcmp (argv[i], "[") != 0) {
+      av[ac++] = argv[i];
+      continue;
+    }
+    int j = i + 1;
+    while (j < argc && strcmp (argv[j], "]") != 0)
+      j++;
+    if (j == argc)
+      return bad ("'[' without a matching ']' (a subprocess server is "
+                  "written [ CMD ARGS ... ], with spaces around the "
+                  "brackets)");
+    if (j == i + 1)
+      return bad ("'[ ]' needs a command between the brackets");
+    if (ng == MAX_GROUPS)
+      return bad ("too many '[ CMD ]' groups");
+    argv[j] = NULL;
+    groups[ng] = &argv[i + 1];
+    av[ac++] = &group_marks[ng++];
+    i = j;
+  }
+  av[ac] = NULL;
+  return ac;
+}
+
+/* SOURCE and DESTINATION from the operands AV[optind..AC). */
+static int
+parse_endpoints (int ac, char **av, char **groups[MAX_GROUPS],
+                 struct options *opts)
+{
+  int n = ac - optind;
+
+  if (n != 2)
     return bad ("expected SOURCE and DESTINATION, got %d argument%s", n,
                 n == 1 ? "" : "s");
+  for (int k = 0; k < 2; k++) {
+    const char *word = av[optind + k];
+    int g = is_mark (word);
+    const char **spec = k == 0 ? &opts->src : &opts->dst;
+    char ***command = k == 0 ? &opts->src_command : &opts->dst_command;
+
+    if (g >= 0) {
+      *command = groups[g];
+      *spec = groups[g][0];
+    }
+    else if (word[0] == '\0')
+      return bad ("an empty SOURCE or DESTINATION");
+    else
+      *spec = word;
   }
   if (strcmp (opts->src, "-") == 0 && !opts->src_command
       && strcmp (opts->dst, "-") == 0 && !opts->dst_command)
@@ -267,8 +300,9 @@ parse_endpoints (int argc, char **argv, struct options *opts)
   return 0;
 }
 
-int
-options_parse (int argc, char **argv, struct options *opts)
+static int
+parse_options (int ac, char **av, char **groups[MAX_GROUPS],
+               struct options *opts)
 {
   int c;
   int64_t size;
@@ -286,8 +320,7 @@ options_parse (int argc, char **argv, struct options *opts)
   };
 
   opterr = 0;
-  while ((c = getopt_long (argc, argv, short_options, long_options, NULL))
-         != -1) {
+  while ((c = getopt_long (ac, av, short_options, long_options, NULL)) != -1) {
     switch (c) {
     case HELP_OPTION:
       print_help ();
@@ -378,14 +411,14 @@ options_parse (int argc, char **argv, struct options *opts)
     default:
       /* Long options are named as written (optopt would give the short
          form of --version=1, say); short ones by their letter. */
-      if (strncmp (argv[optind - 1], "--", 2) == 0 || !optopt
+      if (strncmp (av[optind - 1], "--", 2) == 0 || !optopt
           || optopt >= CHAR_MAX)
-        return bad ("unknown option or missing value: %s", argv[optind - 1]);
+        return bad ("unknown option or missing value: %s", av[optind - 1]);
       return bad ("unknown option or missing value: -%c", optopt);
     }
   }
 
-  if (parse_endpoints (argc, argv, opts) == -1)
+  if (parse_endpoints (ac, av, groups, opts) == -1)
     return -1;
 
   if (opts->synchronous) {
@@ -401,4 +434,22 @@ options_parse (int argc, char **argv, struct options *opts)
   }
   opts->threads = MIN (opts->threads, opts->connections);
   return 0;
+}
+
+int
+options_parse (int argc, char **argv, struct options *opts)
+{
+  char **groups[MAX_GROUPS];
+  char **av = malloc ((argc + 1) * sizeof *av);
+  int ac, r = -1;
+
+  if (!av) {
+    fprintf (stderr, "nbdcp: out of memory\n");
+    return -1;
+  }
+  ac = lift_groups (argc, argv, av, groups);
+  if (ac >= 0)
+    r = parse_options (ac, av, groups, opts);
+  free (av);
+  return r;
 }

@@ -112,7 +112,7 @@ t 1 "^nbdcp: '\\[ \\]' needs a command" -- [ ] null:
 t 1 "^nbdcp: '-' cannot be both SOURCE \\(stdin\\) and DESTINATION \\(stdout\\)" - -
 t 1 '^nbdcp: null: can only be a destination$' null: null:
 t 1 '^nbdcp: null: can only be a destination$' null: "$dst"
-t 1 '^nbdcp: : No such file or directory$' '' null:
+t 1 '^nbdcp: an empty SOURCE or DESTINATION$' '' null:
 
 # --- URIs ---
 t 1 '^nbdcp: nbd://localhost:99999999/: .+' nbd://localhost:99999999/ null:

@@ -58,5 +58,12 @@ expect_fail 'null: can only be a destination' "$NBDCP" -C 2 -T 1 -R 4 \
   --target-is-zero --progress=2 --sparse 0 null: null:
 
 # Found by fuzzing (fuzz/run.sh): a subprocess source and nothing after.
-bad "expected a DESTINATION after the SOURCE's '\]'" -- [ nbdkit memory 1M ]
+bad 'expected SOURCE and DESTINATION, got 1 argument$' -- [ nbdkit memory 1M ]
 bad "'\[' without a matching '\]'" -- [ nbdkit memory 1M
+
+# As with nbdcopy, options may come after SOURCE and DESTINATION.
+expect_fail 'null: can only be a destination' "$NBDCP" null: null: --flush -C 2
+bad "'\]' without a '\[' before it" -- [ nbdkit null ] ]
+bad 'an empty SOURCE or DESTINATION' '' null:
+# A subprocess's own options stay its own, with or without '--'.
+expect_fail "read-only" "$NBDCP" [ nbdkit -r pattern 2M ] [ nbdkit -r memory 1M ]

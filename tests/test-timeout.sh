@@ -117,3 +117,11 @@ run_nbdcp --timeout=1 -C 1 -R 4 "$(uri_of "$tmp/slowr.sock")" \
 start_nbdkit check sparse-random size=256M seed=3 percent=50
 run_nbdcp --timeout=5 "$src" "$(uri_of "$tmp/check.sock")"
 run_nbdcp --timeout=5 "$src" "$dst"
+
+# --timeout also bounds the handshake of a server that never finishes it.
+requires_nbdkit_filter delay
+start_nbdkit slowopen --filter=delay memory size=1M delay-open=30
+start=$SECONDS
+expect_fail 'cannot connect: timed out during handshake' \
+  "$NBDCP" --timeout=1 "$(uri_of "$tmp/slowopen.sock")" null:
+[ $((SECONDS - start)) -lt 10 ] || fail "--timeout did not bound the handshake"
