@@ -80,6 +80,8 @@ struct endpoint_caps {
   bool can_zero; /* has an efficient zero operation */
   bool can_flush;
   bool can_extents;         /* can tell holes from data */
+  bool starts_zero;         /* reads as zero before the copy (a new file):
+                               zeroing can be skipped */
   bool multi_conn;          /* advertises multi-conn (informational) */
   uint32_t preferred_block; /* 0 if unknown */
   uint32_t max_request;     /* 0 if no limit */

@@ -12,7 +12,11 @@
  * PUNCH_HOLE|KEEP_SIZE, or ZERO_RANGE with --allocated; both work on
  * block devices too, where the kernel turns them into discard-with-
  * zeroes or write-zeroes.  Where the file system or device refuses, the
- * range is written with zeroes instead.  Flush is fdatasync via the ring.
+ * range is written with zeroes instead.  Flush is fdatasync via the ring;
+ * to leave it little to do, each finished write starts its own
+ * writeback at once (sync_file_range), as the copy goes on.  A file
+ * that was empty when opened reads as zero already, so it is never
+ * zeroed (starts_zero).
  *
  * With --direct the file is also opened O_DIRECT, and requests whose
  * offset, length and buffer are aligned use it; the rest (an unaligned
@@ -69,7 +73,8 @@ struct file {
 struct conn {
   struct file *file;
   struct io_uring *ring;
-  const char *bufs; /* the lane's registered pool */
+  struct ring_event writeback; /* completions of sync_file_range */
+  const char *bufs;            /* the lane's registered pool */
   size_t bufs_len;
   int buf_index;
 };
@@ -172,10 +177,18 @@ static int
 file_set_size (struct endpoint *ep, int64_t size)
 {
   struct file *f = ep->priv;
+  struct stat st;
 
   /* Devices have the size they have; main checks it is enough. */
-  if (f->is_device || size < 0)
+  if (f->is_device)
     return 0;
+  /* A file that was empty (or has just been created) reads as zero
+     wherever nothing is written, before and after it is extended: the
+     copy need not zero it. */
+  if (fstat (f->fd, &st) == 0 && st.st_size == 0)
+    ep->caps.starts_zero = true;
+  if (size < 0)
+    return 0; /* a stream's size is set when it ends */
   if (ftruncate (f->fd, size) == -1) {
     error_set ("%s: cannot set size to %" PRIi64 ": %s", ep->spec, size,
                strerror (errno));
@@ -186,9 +199,17 @@ file_set_size (struct endpoint *ep, int64_t size)
 }
 
 static void
+writeback_started (struct ring_event *ev, int res)
+{
+  /* Nothing to do: a failure to start writeback early is caught by
+     the flush at the end, which writes back whatever is left. */
+}
+
+static void
 file_attach (struct conn *c, struct io_uring *ring, const char *bufs,
              size_t bufs_len, int buf_index)
 {
+  c->writeback.handle = writeback_started;
   c->ring = ring;
   c->bufs = bufs;
   c->bufs_len = bufs_len;
@@ -298,6 +319,24 @@ write_zeroes (struct file *f, uint64_t offset, uint64_t len)
   return 0;
 }
 
+/* Start writing a finished write back to the disk now, rather than
+ * leaving gigabytes of dirty pages for the flush at the end: the disk
+ * works while the copy goes on.  Nothing waits for this.
+ */
+static void
+start_writeback (struct op_io *io)
+{
+  struct conn *c = io->conn;
+  struct io_uring_sqe *sqe;
+
+  if (fd_for (c, io->buf, io->len, io->offset) == c->file->direct_fd)
+    return; /* O_DIRECT: nothing in the page cache */
+  sqe = ring_get_sqe (c->ring);
+  io_uring_prep_sync_file_range (sqe, c->file->fd, io->len, io->offset,
+                                 SYNC_FILE_RANGE_WRITE);
+  io_uring_sqe_set_data (sqe, &c->writeback);
+}
+
 static void
 file_done (struct ring_event *ev, int res)
 {
@@ -331,6 +370,8 @@ file_done (struct ring_event *ev, int res)
       submit (io); /* a short read or write: do the rest */
       return;
     }
+    if (io->kind == FILE_WRITE)
+      start_writeback (io);
   }
   op_complete (io->op, 0);
 }

@@ -238,6 +238,12 @@ main (int argc, char **argv)
     goto fail;
 
   settle_sizes (&opts, src, dst);
+  /* A destination known to read as zero needs no zeroing, unless it
+     must end up allocated. */
+  if (dst->caps.starts_zero && !opts.allocated && !opts.destination_is_zero) {
+    verbose (&opts, "destination starts as zeroes: it will not be zeroed");
+    opts.destination_is_zero = true;
+  }
   unsigned lanes = MIN (src->nconns, dst->nconns);
   unsigned threads = MIN (opts.threads, lanes);
   verbose (&opts,
