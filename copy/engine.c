@@ -136,6 +136,33 @@ worker_check_timeouts (struct worker *w)
   }
 }
 
+/* Once the job is aborted, note this worker's longest-waiting request,
+ * before the cut connections fail them all, so that an interrupted copy
+ * can say what it had been waiting for.
+ */
+static void
+worker_note_stall (struct worker *w)
+{
+  struct job *job = w->job;
+  int64_t now = now_ms ();
+
+  w->stall_noted = true;
+  for (unsigned i = 0; i < w->nlanes; i++) {
+    const struct op *op = lane_oldest_op (w->lanes[i]);
+
+    if (!op)
+      continue;
+    pthread_mutex_lock (&job->lock);
+    if (now - op->sent_ms > job->stalled_ms) {
+      job->stalled_ms = now - op->sent_ms;
+      snprintf (job->stalled_op, sizeof job->stalled_op, "%s", op_name (op));
+      job->stalled_offset = op->offset;
+      job->stalled_length = op->length;
+    }
+    pthread_mutex_unlock (&job->lock);
+  }
+}
+
 static void
 worker_wait (struct worker *w)
 {
@@ -198,6 +225,8 @@ worker_run (void *arg)
       job->dst->ops->arm (l->dst, &w->ring);
     }
     worker_wait (w);
+    if (atomic_load (&job->abort) && !w->stall_noted)
+      worker_note_stall (w);
   }
 
   pthread_mutex_lock (&job->lock);
@@ -306,6 +335,20 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
   pthread_mutex_unlock (&job->lock);
 }
 
+/* An interrupted copy says what it was waiting for if a request had
+   waited this long: the server may be stuck (see --timeout). */
+#define STALL_REPORT_MS 5000
+
+static const char *
+stalled_where (const struct job *job, char *buf, size_t size)
+{
+  if (job->stalled_length == 0)
+    return ""; /* a flush */
+  snprintf (buf, size, " at offset %" PRIu64 " length %" PRIu64,
+            job->stalled_offset, job->stalled_length);
+  return buf;
+}
+
 int
 engine_run (const struct options *opts, struct endpoint *src,
             struct endpoint *dst, uint64_t size, progress_fn progress,
@@ -323,6 +366,7 @@ engine_run (const struct options *opts, struct endpoint *src,
     .interrupted = interrupted,
     .request_size = opts->request_size,
     .queue_size = opts->queue_size,
+    .stalled_ms = -1,
   };
   unsigned nlanes = MIN (src->nconns, dst->nconns);
   unsigned nworkers = MIN (opts->threads, nlanes);
@@ -330,6 +374,7 @@ engine_run (const struct options *opts, struct endpoint *src,
   struct worker *workers = calloc (nworkers, sizeof *workers);
   struct lane **lane_ptrs = calloc (nlanes, sizeof *lane_ptrs);
   char *zero_buffer = NULL;
+  char where[64];
   unsigned started = 0;
   int ret = -1;
 
@@ -405,7 +450,13 @@ engine_run (const struct options *opts, struct endpoint *src,
     progress (progress_arg, atomic_load (&job.bytes_done), stats->total_bytes);
 
   stats->error = job.error_code;
-  if (job.failed)
+  if (job.failed && interrupted && *interrupted
+      && job.stalled_ms >= STALL_REPORT_MS)
+    error_set ("%s; the oldest request, %s%s, had waited %.1f s for a reply",
+               job.error, job.stalled_op,
+               stalled_where (&job, where, sizeof where),
+               job.stalled_ms / 1000.0);
+  else if (job.failed)
     error_set ("%s", job.error);
   else
     ret = 0;

@@ -38,7 +38,7 @@ struct op {
   uint64_t offset, length;
   int err;
   bool in_flight;
-  int64_t sent_ms; /* when it was sent, for --timeout */
+  int64_t sent_ms; /* when it was sent (now_ms) */
 };
 
 struct buffer {
@@ -88,6 +88,7 @@ struct worker {
   struct io_uring ring;
   bool ring_ready;
   bool buffers_registered;
+  bool stall_noted; /* its oldest request, once the job was aborted */
   struct lane **lanes;
   unsigned nlanes;
   struct op *done_head, **done_tail;
@@ -115,6 +116,10 @@ struct job {
   bool failed;
   int error_code; /* errno of the first failure, or 0 */
   char error[1024];
+  /* The request that had waited longest when the job was aborted. */
+  char stalled_op[64];
+  uint64_t stalled_offset, stalled_length;
+  int64_t stalled_ms; /* how long it had waited; -1: nothing in flight */
 };
 
 /* Record the first failure and stop every lane from issuing more:

@@ -61,13 +61,14 @@ op_complete (struct op *op, int err)
   w->done_tail = &op->next;
 }
 
-/* OP has been sent.  The time is only read when --timeout is on. */
+/* OP has been sent.  The time is for --timeout, and for saying what a
+ * stopped copy was waiting for.
+ */
 static void
 lane_sent (struct lane *l, struct op *op)
 {
   op->in_flight = true;
-  if (l->job->opts->timeout_ms)
-    op->sent_ms = now_ms ();
+  op->sent_ms = now_ms ();
   l->inflight++;
   l->stats.requests++;
 }

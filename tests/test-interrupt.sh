@@ -1,8 +1,9 @@
 #!/bin/bash
 # SIGINT, SIGTERM and SIGHUP during a copy end nbdcp promptly with exit
 # 128+signal and "interrupted by signal", leave no subprocess server
-# behind and leave NBD servers healthy; a closed output pipe ends nbdcp
-# quietly with exit 1.
+# behind and leave NBD servers healthy; interrupting a copy stuck on a
+# server that does not answer says which request was waiting; a closed
+# output pipe ends nbdcp quietly with exit 1.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter delay
 requires_nbdkit_filter checkwrite
@@ -10,14 +11,15 @@ requires_nbdkit_plugin sparse-random
 requires pgrep
 
 # interrupt SIGNAL STATUS NBDCP_ARGS...: start nbdcp in the background,
-# send SIGNAL after 0.5 s, and expect exit STATUS within 5 s.
+# send SIGNAL after $after seconds, and expect exit STATUS within 5 s.
+after=0.5
 interrupt ()
 {
   local sig=$1 status=$2 pid i r=0
   shift 2
   "$NBDCP" "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
-  sleep 0.5
+  sleep "$after"
   kill -0 "$pid" 2>/dev/null || {
     cat "$tmp/err" >&2
     fail "nbdcp ended before SIG$sig was sent: $*"
@@ -72,6 +74,15 @@ interrupt INT 130 -C 2 -R 2 "$psrc" "$slowdst"
 # parallelism the delays cost under a few seconds).
 run_nbdcp "$src" "$dst"
 run_nbdcp "$psrc" "$slowdst"
+
+# A destination that has stopped answering (writes take a minute): the
+# message names the request that had waited, and for how long.
+start_nbdkit stuck --filter=delay memory size=$size wdelay=60
+after=6
+interrupt TERM 143 -C 1 "$psrc" "$(uri_of "$tmp/stuck.sock")"
+grep -Eq 'the oldest request, destination write at offset [0-9]+ length [0-9]+, had waited ([6-9]|[1-9][0-9])\.[0-9] s for a reply$' "$tmp/err" ||
+  fail "the stuck request is not named: $(cat "$tmp/err")"
+after=0.5
 
 # A subprocess source, marked by its pid file path.  nbdcp must end it.
 for sig in INT TERM; do
