@@ -246,12 +246,14 @@ main (int argc, char **argv)
   }
   unsigned lanes = MIN (src->nconns, dst->nconns);
   unsigned threads = MIN (opts.threads, lanes);
+  char what[64] = "until the source stream ends";
+  if (src->size >= 0)
+    snprintf (what, sizeof what, "%" PRIi64 " bytes", src->size);
   verbose (&opts,
-           "copying %" PRIi64
-           " bytes (-1: until the stream ends): %u lane%s on %u thread%s, "
+           "copying %s: %u lane%s on %u thread%s, "
            "%u requests of %" PRIu32 " bytes, queue %" PRIu64
            " bytes, sparse %" PRIi64 ", extents %s%s%s",
-           src->size, lanes, lanes == 1 ? "" : "s", threads,
+           what, lanes, lanes == 1 ? "" : "s", threads,
            threads == 1 ? "" : "s", opts.requests, opts.request_size,
            opts.queue_size, opts.sparse_size, opts.extents ? "on" : "off",
            opts.destination_is_zero ? ", destination is zero" : "",
