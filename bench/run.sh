@@ -112,26 +112,47 @@ write_meta ()
   printf '%s\n' "$@" > "$OUT/$name.meta"
 }
 
-# run_hyperfine NAME PREPARE TOOL CMD [TOOL CMD ...]: one hyperfine
-# invocation timing every tool on the same workload.  Each command is
-# bounded by timeout; its stderr is kept in NAME.TOOL.log.  Failures are
-# recorded (exit codes in the JSON), not fatal.
+# run_hyperfine NAME PREPARE TOOL CMD [TOOL CMD ...]: time every tool
+# on the same workload, in rounds: each round is one hyperfine
+# invocation running each tool once (the first round also warms each
+# one up), and the order rotates from round to round.  The machine's
+# speed drifts (the disk here stays slow for tens of seconds after big
+# writes), and hyperfine's own order, all runs of one tool and then the
+# next, let that drift land on one tool.  The rounds are merged into
+# NAME.json (bench/merge-rounds.py).  Each command is bounded by
+# timeout; its stderr is kept in NAME.TOOL.log.  Failures are recorded
+# (exit codes in the JSON), not fatal.
 run_hyperfine ()
 {
   local name=$1 prepare=$2; shift 2
-  local args=(-w "$WARMUP" -r "$RUNS" -i --style basic
-              --export-json "$OUT/$name.json") n=0
-  [ -n "$prepare" ] && args+=(--prepare "$prepare")
+  local names=() cmds=() n=0 round i k warm rounds=()
   : > "$OUT/$name.cmds"
+  : > "$OUT/$name.out"
   while [ $# -ge 2 ]; do
     printf '%s\t%s\n' "$1" "$2" >> "$OUT/$name.cmds"
-    args+=(-n "$1" "timeout -k 10 $TMO $2 2>>$OUT/$name.$1.log")
+    names+=("$1")
+    cmds+=("timeout -k 10 $TMO $2 2>>$OUT/$name.$1.log")
     n=$((n + 1)); shift 2
   done
-  bench_log "$name: $n commands, $RUNS runs each"
-  timeout -k 10 $(( (WARMUP + RUNS) * n * (TMO + 20) + 60 )) \
-    "$HYPERFINE" "${args[@]}" 2>&1 | tee "$OUT/$name.out" >&2 ||
-    bench_log "warning: hyperfine for $name failed"
+  bench_log "$name: $n commands, $RUNS runs each, in rotating rounds"
+  for ((round = 0; round < RUNS; round++)); do
+    warm=0; [ "$round" -eq 0 ] && warm=$WARMUP
+    local args=(-w "$warm" -r 1 -i --style basic
+                --export-json "$OUT/$name.round$round.json")
+    [ -n "$prepare" ] && args+=(--prepare "$prepare")
+    for ((k = 0; k < n; k++)); do
+      i=$(( (round + k) % n ))
+      args+=(-n "${names[i]}" "${cmds[i]}")
+    done
+    timeout -k 10 $(( (warm + 1) * n * (TMO + 20) + 60 )) \
+      "$HYPERFINE" "${args[@]}" 2>&1 | tee -a "$OUT/$name.out" >&2 ||
+      bench_log "warning: hyperfine for $name (round $round) failed"
+    [ -f "$OUT/$name.round$round.json" ] &&
+      rounds+=("$OUT/$name.round$round.json")
+  done
+  [ ${#rounds[@]} -gt 0 ] &&
+    python3 "$bench_dir/merge-rounds.py" "$OUT/$name.json" "${rounds[@]}" ||
+    bench_log "warning: no result for $name"
 }
 
 # harness PLUGIN-ARGS TOOL-CMD: the standard nbdkit harness.
