@@ -225,27 +225,25 @@ static void socket_ready (struct ring_event *ev, int res);
  * (docs/performance.md, "Socket send buffer").  Raising the limit
  * needs CAP_NET_ADMIN (SO_SNDBUFFORCE); others get what
  * net.core.wmem_max allows.  TCP sockets are left alone: setting a
- * size would switch off the kernel's own tuning of it.
+ * size would switch off the kernel's own tuning of it.  Returns the
+ * size the kernel keeps (twice what was granted), or 0 for TCP.
  */
-static void
-enlarge_send_buffer (int fd, uint32_t request_size, bool verbose,
-                     const char *spec, unsigned index)
+static int
+enlarge_send_buffer (int fd, uint32_t request_size)
 {
   struct sockaddr_storage addr;
   socklen_t addr_len = sizeof addr;
   int want = (int) MAX (request_size, (uint32_t) SEND_BUFFER_MIN);
-  int got;
+  int got = 0;
   socklen_t got_len = sizeof got;
 
   if (getsockname (fd, (struct sockaddr *) &addr, &addr_len) == -1
       || addr.ss_family != AF_UNIX)
-    return;
+    return 0;
   if (setsockopt (fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof want) == -1)
     setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
-  if (verbose && index == 0
-      && getsockopt (fd, SOL_SOCKET, SO_SNDBUF, &got, &got_len) == 0)
-    fprintf (stderr, "nbdcp: %s: socket send buffer %d KiB\n", spec,
-             got / 1024);
+  getsockopt (fd, SOL_SOCKET, SO_SNDBUF, &got, &got_len);
+  return got;
 }
 
 static void
@@ -320,8 +318,10 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
     }
     c->h = h[i];
     c->fd = nbd_aio_get_fd (h[i]);
-    enlarge_send_buffer (c->fd, opts->request_size, opts->verbose, ep->spec,
-                         i);
+    int send_buffer = enlarge_send_buffer (c->fd, opts->request_size);
+    if (opts->verbose && n == 0 && send_buffer > 0)
+      fprintf (stderr, "nbdcp: %s: socket send buffer %d KiB\n", ep->spec,
+               send_buffer / 1024);
     c->in = (struct socket_poll){ .ev.handle = socket_ready, .conn = c };
     c->out = (struct socket_poll){ .ev.handle = socket_ready, .conn = c };
     ep->conns[n++] = c;
