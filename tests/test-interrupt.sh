@@ -80,7 +80,7 @@ run_nbdcp "$psrc" "$slowdst"
 start_nbdkit stuck --filter=delay memory size=$size wdelay=60
 after=6
 interrupt TERM 143 -C 1 "$psrc" "$(uri_of "$tmp/stuck.sock")"
-grep -Eq 'the oldest request, destination write at offset [0-9]+ length [0-9]+, had waited ([6-9]|[1-9][0-9])\.[0-9] s for a reply$' "$tmp/err" ||
+grep -Eq 'the oldest request, destination write at offset [0-9]+ length [0-9]+, had waited ([5-9]|[1-9][0-9])\.[0-9] s for a reply$' "$tmp/err" ||
   fail "the stuck request is not named: $(cat "$tmp/err")"
 after=0.5
 
