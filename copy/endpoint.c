@@ -1,6 +1,6 @@
-/* Choosing an endpoint kind from what the user wrote, and the helpers
- * every kind shares (the extent list).  Kinds themselves live in one
- * file each: nbd.c (also '[ CMD ]'), file.c, pipe.c, null.c.
+/* Choosing an endpoint kind from what the user wrote, and opening and
+ * closing endpoints.  Kinds themselves live in one file each: nbd.c
+ * (also '[ CMD ]'), file.c, pipe.c, null.c.
  */
 #include <config.h>
 
@@ -124,43 +124,4 @@ endpoint_close (struct endpoint *ep, bool clean)
   ep->ops->close (ep, clean);
   free (ep->conns);
   free (ep);
-}
-
-void
-extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end)
-{
-  list->len = 0;
-  list->start = start;
-  list->end = end;
-  list->full = false;
-}
-
-void
-extent_list_add (struct extent_list *list, uint64_t offset, uint64_t length,
-                 bool zero)
-{
-  struct extent *last = list->len ? &list->v[list->len - 1] : NULL;
-  uint64_t expected = last ? last->offset + last->length : list->start;
-  uint64_t end = offset + length;
-
-  /* Keep only what continues the list without a gap, inside the range
-     asked for: servers may answer beyond it. */
-  if (list->full || offset > expected || end <= expected)
-    return;
-  if (end > list->end)
-    end = list->end;
-  if (end <= expected)
-    return;
-  offset = expected;
-  length = end - offset;
-
-  if (last && last->zero == zero) {
-    last->length += length;
-    return;
-  }
-  if (list->len == list->cap) {
-    list->full = true;
-    return;
-  }
-  list->v[list->len++] = (struct extent){ offset, length, zero };
 }

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "extents.h"
+
 struct io_uring;
 struct options;
 struct conn; /* one connection; each kind defines it */
@@ -52,28 +54,6 @@ struct op_io {
 };
 struct op_io *op_io (struct op *op);
 
-/* A run of the source that is either data or reads as zero. */
-struct extent {
-  uint64_t offset;
-  uint64_t length;
-  bool zero;
-};
-
-/* A fixed-size list of extents covering [start, end) from start onwards,
- * filled by ops->extents without allocating.  When it is full, later
- * extents are dropped and the caller asks again from where it ends.
- */
-struct extent_list {
-  struct extent *v;
-  size_t len, cap;
-  uint64_t start, end;
-  bool full;
-};
-
-void extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end);
-void extent_list_add (struct extent_list *list, uint64_t offset,
-                      uint64_t length, bool zero);
-
 struct endpoint_caps {
   bool stream; /* sequential only: stdin, stdout, pipes */
   bool read_only;
@@ -83,6 +63,8 @@ struct endpoint_caps {
   bool starts_zero;         /* reads as zero before the copy (a new file):
                                zeroing can be skipped */
   bool multi_conn;          /* advertises multi-conn (informational) */
+  uint32_t min_block;       /* requests must be multiples of it, in
+                               offset and length; 0 or 1: no constraint */
   uint32_t preferred_block; /* 0 if unknown */
   uint32_t max_request;     /* 0 if no limit */
 };
@@ -142,6 +124,13 @@ struct endpoint {
   struct conn **conns;
   void *priv; /* the kind's own state */
 };
+
+/* The block size every request to EP must be a multiple of. */
+static inline uint32_t
+endpoint_min_block (const struct endpoint *ep)
+{
+  return ep->caps.min_block > 1 ? ep->caps.min_block : 1;
+}
 
 /* Pick the endpoint kind for SPEC and open it.  Returns NULL after
  * error_set() on failure.

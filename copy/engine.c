@@ -335,6 +335,37 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
   pthread_mutex_unlock (&job->lock);
 }
 
+/* Every byte of the copy must have been written, zeroed or skipped
+ * exactly once: check each segment's count and the totals, so that a
+ * bug that loses a range can never end in success.
+ */
+static int
+job_check_accounting (const struct job *job, const struct copy_stats *stats)
+{
+  uint64_t size = atomic_load (&job->size);
+  uint64_t sum = stats->data_bytes + stats->zero_bytes + stats->skipped_bytes;
+
+  for (uint64_t i = 0; job->segment_done && i < job->nsegments; i++) {
+    uint64_t start = i * SEGMENT_SIZE;
+    uint64_t len = MIN (SEGMENT_SIZE, size - start);
+
+    if (job->segment_done[i] != len) {
+      error_set ("internal error: bytes %" PRIu64 " to %" PRIu64
+                 " of the copy were not all written, zeroed or skipped "
+                 "(%" PRIu64 " bytes accounted of %" PRIu64 ")",
+                 start, start + len, job->segment_done[i], len);
+      return -1;
+    }
+  }
+  if (sum != size || atomic_load (&job->bytes_done) != size) {
+    error_set ("internal error: %" PRIu64 " bytes written, zeroed or "
+               "skipped, but the copy is %" PRIu64 " bytes",
+               sum, size);
+    return -1;
+  }
+  return 0;
+}
+
 /* An interrupted copy says what it was waiting for if a request had
    waited this long: the server may be stuck (see --timeout). */
 #define STALL_REPORT_MS 5000
@@ -366,6 +397,7 @@ engine_run (const struct options *opts, struct endpoint *src,
     .interrupted = interrupted,
     .request_size = opts->request_size,
     .queue_size = opts->queue_size,
+    .block = MAX (endpoint_min_block (src), endpoint_min_block (dst)),
     .stalled_ms = -1,
   };
   unsigned nlanes = MIN (src->nconns, dst->nconns);
@@ -381,7 +413,13 @@ engine_run (const struct options *opts, struct endpoint *src,
   memset (stats, 0, sizeof *stats);
   pthread_mutex_init (&job.lock, NULL);
   pthread_cond_init (&job.workers_changed, NULL);
-  if (!lanes || !workers || !lane_ptrs) {
+  if (dst->caps.max_request)
+    job.zero_max = dst->caps.max_request / job.block * job.block;
+  if (size != UINT64_MAX)
+    job.segment_done
+        = calloc (MAX (job.nsegments, (uint64_t) 1), sizeof *job.segment_done);
+  if (!lanes || !workers || !lane_ptrs
+      || (size != UINT64_MAX && !job.segment_done)) {
     error_set ("out of memory");
     goto out;
   }
@@ -458,7 +496,7 @@ engine_run (const struct options *opts, struct endpoint *src,
                job.stalled_ms / 1000.0);
   else if (job.failed)
     error_set ("%s", job.error);
-  else
+  else if (job_check_accounting (&job, stats) == 0)
     ret = 0;
 
 out:
@@ -472,6 +510,7 @@ out:
   free (workers);
   free (lane_ptrs);
   free (zero_buffer);
+  free (job.segment_done);
   pthread_cond_destroy (&job.workers_changed);
   pthread_mutex_destroy (&job.lock);
   return ret;

@@ -102,10 +102,16 @@ struct job {
   bool ordered; /* the destination is a stream */
   uint32_t request_size;
   uint64_t queue_size;
+  uint32_t block;          /* every request is a multiple of it (min block) */
+  uint64_t zero_max;       /* the longest zero request, 0 = a segment */
   const char *zero_buffer; /* for destinations that cannot zero */
 
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */
+  /* The same per segment (NULL for a stream source), each written only
+     by the lane that took the segment: at the end every segment must
+     be accounted for exactly, or the copy is not reported complete. */
+  uint64_t *segment_done;
   atomic_bool stop;
   atomic_bool abort; /* in-flight requests must be cut off */
   const volatile sig_atomic_t *interrupted;

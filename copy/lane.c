@@ -24,10 +24,17 @@
 #include "minmax.h"
 #include "sparse.h"
 
+/* [OFFSET, OFFSET+BYTES) of the destination has been written, zeroed,
+ * or left alone because it reads as zero already.
+ */
 static void
-count_done (struct lane *l, uint64_t bytes)
+count_done (struct lane *l, uint64_t offset, uint64_t bytes)
 {
-  atomic_fetch_add_explicit (&l->job->bytes_done, bytes, memory_order_relaxed);
+  struct job *job = l->job;
+
+  atomic_fetch_add_explicit (&job->bytes_done, bytes, memory_order_relaxed);
+  if (job->segment_done)
+    job->segment_done[offset / SEGMENT_SIZE] += bytes;
 }
 
 struct op_io *
@@ -104,6 +111,7 @@ lane_fetch_extents (struct lane *l)
   l->next_extent = 0;
   if (!job->opts->extents || !job->src->caps.can_extents) {
     extent_list_add (&l->extents, l->pos, len, false);
+    extent_list_align (&l->extents, job->block);
     return 0;
   }
   *op = (struct op){
@@ -187,7 +195,7 @@ lane_issue_zero_extent (struct lane *l, struct extent *e)
   if (job->opts->destination_is_zero) {
     l->stats.hole_bytes += len;
     l->stats.skipped_bytes += len;
-    count_done (l, len);
+    count_done (l, e->offset, len);
     lane_advance (l, e, len);
     return 0;
   }
@@ -196,6 +204,8 @@ lane_issue_zero_extent (struct lane *l, struct extent *e)
     return 1;
   if (!job->dst->caps.can_zero)
     len = MIN (len, (uint64_t) job->request_size);
+  else if (job->zero_max)
+    len = MIN (len, job->zero_max);
   op->buf = NULL;
   if (lane_zero (l, op, e->offset, len) == -1) {
     lane_put_zero_op (l, op);
@@ -254,12 +264,13 @@ lane_issue (struct lane *l)
     struct extent *e;
     int r;
 
-    if ((l->job->ordered && l->inflight > 0) || l->eof)
+    /* The extents list is not to be used until its request is done:
+       endpoints fill it before completing (file.c at once), and it is
+       only fitted to the minimum block size on completion. */
+    if ((l->job->ordered && l->inflight > 0) || l->eof || l->extents_busy)
       return;
 
     if (l->next_extent == l->extents.len) {
-      if (l->extents_busy || l->eof)
-        return;
       if (l->pos == l->segment_end && !lane_take_segment (l))
         return;
       if (lane_fetch_extents (l) == -1)
@@ -303,7 +314,7 @@ lane_write_buffer (struct lane *l, struct buffer *b)
     *op = (struct op){ .lane = l, .buf = b };
     if (runs[i].zero && opts->destination_is_zero) {
       l->stats.skipped_bytes += runs[i].length;
-      count_done (l, runs[i].length);
+      count_done (l, offset, runs[i].length);
       continue;
     }
     if (runs[i].zero) {
@@ -352,6 +363,7 @@ lane_op_done (struct lane *l, struct op *op)
     /* A server that answered nothing for the range gets it read. */
     if (!op->err && l->extents.len == 0)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
+    extent_list_align (&l->extents, job->block);
     break;
   case OP_READ:
     if (l->eof) {
@@ -372,7 +384,7 @@ lane_op_done (struct lane *l, struct op *op)
         l->stats.data_bytes += op->length;
       else
         l->stats.zero_bytes += op->length;
-      count_done (l, op->length);
+      count_done (l, op->offset, op->length);
     }
     if (!op->buf)
       lane_put_zero_op (l, op);

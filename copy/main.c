@@ -60,13 +60,13 @@ describe (const struct options *opts, const struct endpoint *ep)
   verbose (opts,
            "%s %s (%s): %" PRIi64 " bytes (%s), %u connection%s, "
            "multi-conn %s, zero %s, flush %s, extents %s, "
-           "preferred block %" PRIu32 ", max request %" PRIu32,
+           "block size min %" PRIu32 " preferred %" PRIu32 " max %" PRIu32,
            ep->side, ep->spec, ep->ops->kind, ep->size, size, ep->nconns,
            ep->nconns == 1 ? "" : "s",
            ep->caps.multi_conn ? "advertised" : "not advertised",
            ep->caps.can_zero ? "yes" : "no", ep->caps.can_flush ? "yes" : "no",
-           ep->caps.can_extents ? "yes" : "no", ep->caps.preferred_block,
-           ep->caps.max_request);
+           ep->caps.can_extents ? "yes" : "no", endpoint_min_block (ep),
+           ep->caps.preferred_block, ep->caps.max_request);
 }
 
 /* Set by SIGINT/SIGTERM/SIGHUP while copying; the engine polls it. */
@@ -110,18 +110,53 @@ round_down_pow2 (uint32_t n)
   return p;
 }
 
-/* Fit the request, queue and zero-detection sizes to the endpoints. */
-static void
+/* Fit the request, queue and zero-detection sizes to the endpoints and
+ * their block-size constraints (minimum, preferred, maximum; all powers
+ * of 2 but the maximum).  Every request is then a multiple of both
+ * sides' minimum block in offset and length: reads and writes come in
+ * request_size pieces of extents fitted to it (extent_list_align), and
+ * zero detection works in blocks that are multiples of it.  Fails,
+ * before anything is written, when no request size can satisfy both
+ * sides.
+ */
+static int
 settle_sizes (struct options *opts, const struct endpoint *src,
               const struct endpoint *dst)
 {
+  uint32_t block = MAX (endpoint_min_block (src), endpoint_min_block (dst));
   uint32_t limit = MAX_REQUEST_SIZE;
+  uint32_t preferred
+      = MAX (src->caps.preferred_block, dst->caps.preferred_block);
 
   if (src->caps.max_request)
     limit = MIN (limit, src->caps.max_request);
   if (dst->caps.max_request)
     limit = MIN (limit, dst->caps.max_request);
   limit = round_down_pow2 (limit);
+  if (limit < block) {
+    error_set ("the servers' block sizes do not fit together: requests must "
+               "be multiples of %" PRIu32 " bytes but at most %" PRIu32,
+               block, limit);
+    return -1;
+  }
+  if (opts->request_size_set && opts->request_size < block) {
+    error_set ("--request-size %" PRIu32 " is smaller than the %s's minimum "
+               "block size, %" PRIu32 " bytes",
+               opts->request_size,
+               endpoint_min_block (src) == block ? "source" : "destination",
+               block);
+    return -1;
+  }
+  /* The servers' preferred size, where larger than the default: smaller
+     requests would make them read-modify-write. */
+  if (!opts->request_size_set && preferred > opts->request_size
+      && IS_POWER_OF_2 (preferred)) {
+    verbose (opts,
+             "request size raised from %" PRIu32 " to %" PRIu32
+             " (the servers' preferred block size)",
+             opts->request_size, MIN (preferred, limit));
+    opts->request_size = MIN (preferred, limit);
+  }
   if (opts->request_size > limit) {
     verbose (opts,
              "request size lowered from %" PRIu32 " to %" PRIu32
@@ -129,15 +164,33 @@ settle_sizes (struct options *opts, const struct endpoint *src,
              opts->request_size, limit);
     opts->request_size = limit;
   }
+  opts->request_size = MAX (opts->request_size, block);
   if (opts->queue_size == 0)
     opts->queue_size = (uint64_t) opts->requests * opts->request_size;
-  if (opts->sparse_size < 0) {
-    uint32_t preferred = dst->caps.preferred_block;
-    opts->sparse_size = DEFAULT_SPARSE_SIZE;
-    if (preferred > DEFAULT_SPARSE_SIZE && preferred <= MAX_REQUEST_SIZE
-        && preferred % 512 == 0)
-      opts->sparse_size = preferred;
+
+  /* --allocated writes data extents whole, as nbdcopy does: zero blocks
+     inside data are data. */
+  if (opts->allocated) {
+    if (opts->sparse_size > 0)
+      verbose (opts, "-S is ignored with --allocated");
+    opts->sparse_size = 0;
   }
+  if (opts->sparse_size < 0) {
+    uint32_t dst_preferred = dst->caps.preferred_block;
+    opts->sparse_size = DEFAULT_SPARSE_SIZE;
+    if (dst_preferred > DEFAULT_SPARSE_SIZE && dst_preferred <= MAX_REQUEST_SIZE
+        && dst_preferred % 512 == 0)
+      opts->sparse_size = dst_preferred;
+  }
+  if (opts->sparse_size > 0 && opts->sparse_size % block != 0) {
+    int64_t raised = (opts->sparse_size + block - 1) / block * block;
+    verbose (opts,
+             "zero-detection block raised from %" PRIi64 " to %" PRIi64
+             " (the minimum block size)",
+             opts->sparse_size, raised);
+    opts->sparse_size = raised;
+  }
+  return 0;
 }
 
 /* Refuse copies that cannot work, before anything is written. */
@@ -153,6 +206,23 @@ check_endpoints (const struct endpoint *src, const struct endpoint *dst)
                "source %s (%" PRIi64 " bytes)",
                dst->spec, dst->size, src->spec, src->size);
     return -1;
+  }
+  /* The last block of the copy would be a request shorter than a
+     server's minimum block, which such servers refuse (nbdkit's
+     blocksize-policy filter does; qemu does not even open such an
+     image).  Refusing now is better than failing at the end. */
+  const struct endpoint *sides[] = { src, dst };
+  for (unsigned i = 0; i < 2 && src->size > 0; i++) {
+    const struct endpoint *ep = sides[i];
+    if (src->size % endpoint_min_block (ep) != 0) {
+      error_set ("%s %s has a minimum block size of %" PRIu32 " bytes, but "
+                 "the copy's size, %" PRIi64 " bytes, is not a multiple of "
+                 "it: its last %" PRIi64 " bytes cannot be %s",
+                 ep->side, ep->spec, endpoint_min_block (ep), src->size,
+                 src->size % endpoint_min_block (ep),
+                 ep == src ? "read" : "written");
+      return -1;
+    }
   }
   return 0;
 }
@@ -237,12 +307,20 @@ main (int argc, char **argv)
   if (check_endpoints (src, dst) == -1)
     goto fail;
 
-  settle_sizes (&opts, src, dst);
+  if (settle_sizes (&opts, src, dst) == -1)
+    goto fail;
   /* A destination known to read as zero needs no zeroing, unless it
      must end up allocated. */
   if (dst->caps.starts_zero && !opts.allocated && !opts.destination_is_zero) {
     verbose (&opts, "destination starts as zeroes: it will not be zeroed");
     opts.destination_is_zero = true;
+  }
+  /* nbdcopy's meaning: the destination ends up allocated even if it
+     read as zero already, so its holes are still zeroed (NO_HOLE). */
+  if (opts.allocated && opts.destination_is_zero) {
+    verbose (&opts, "--destination-is-zero is ignored with --allocated: "
+                    "holes are still written to allocate them");
+    opts.destination_is_zero = false;
   }
   unsigned lanes = MIN (src->nconns, dst->nconns);
   unsigned threads = MIN (opts.threads, lanes);
@@ -253,9 +331,9 @@ main (int argc, char **argv)
            "copying %s: %u lane%s on %u thread%s, "
            "%u requests of %" PRIu32 " bytes, queue %" PRIu64
            " bytes, sparse %" PRIi64 ", extents %s%s%s",
-           what, lanes, lanes == 1 ? "" : "s", threads,
-           threads == 1 ? "" : "s", opts.requests, opts.request_size,
-           opts.queue_size, opts.sparse_size, opts.extents ? "on" : "off",
+           what, lanes, lanes == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+           opts.requests, opts.request_size, opts.queue_size, opts.sparse_size,
+           opts.extents ? "on" : "off",
            opts.destination_is_zero ? ", destination is zero" : "",
            opts.allocated ? ", allocated" : "");
 

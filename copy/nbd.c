@@ -249,6 +249,7 @@ enlarge_send_buffer (int fd, uint32_t request_size)
 static void
 read_caps (struct endpoint *ep, struct nbd_handle *h)
 {
+  int64_t minimum = nbd_get_block_size (h, LIBNBD_SIZE_MINIMUM);
   int64_t preferred = nbd_get_block_size (h, LIBNBD_SIZE_PREFERRED);
   int64_t maximum = nbd_get_block_size (h, LIBNBD_SIZE_MAXIMUM);
 
@@ -259,6 +260,7 @@ read_caps (struct endpoint *ep, struct nbd_handle *h)
     .can_extents
     = nbd_can_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1,
     .multi_conn = nbd_can_multi_conn (h) == 1,
+    .min_block = minimum > 0 ? minimum : 1,
     .preferred_block = preferred > 0 ? preferred : 0,
     .max_request = maximum > 0 ? maximum : 0,
   };

@@ -87,13 +87,16 @@ print_help (void)
           "(default 16)\n"
           "      --request-size=N     bytes per request, a power of 2 from "
           "512\n"
-          "                           to 32M (default 1M)\n"
+          "                           to 32M (default 1M, or the servers'\n"
+          "                           preferred block size if larger)\n"
           "      --queue-size=N       bytes in flight per connection\n"
           "                           (default: requests x request size)\n"
           "  -S, --sparse=N           detect zero blocks of N bytes, a "
           "multiple\n"
           "                           of 512; 0 turns it off (default 4096)\n"
-          "      --allocated          leave the destination fully allocated\n"
+          "      --allocated          leave the destination fully allocated:\n"
+          "                           data written whole, holes zeroed\n"
+          "                           with NO_HOLE (-S is ignored)\n"
           "      --destination-is-zero, --target-is-zero\n"
           "                           the destination already reads as "
           "zero:\n"
@@ -391,6 +394,7 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
         return bad ("--request-size: %s must be a power of 2 from 512 to 32M",
                     optarg);
       opts->request_size = size;
+      opts->request_size_set = true;
       break;
     case QUEUE_SIZE_OPTION:
       if (parse_size ("--queue-size", optarg, &size))

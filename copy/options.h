@@ -17,6 +17,7 @@ struct options {
   unsigned threads;         /* -T: 0 = number of online CPUs */
   unsigned requests;        /* -R: requests in flight per connection */
   uint32_t request_size;    /* --request-size: bytes per read */
+  bool request_size_set;    /* given by the user, not the default */
   uint64_t queue_size;      /* --queue-size: bytes in flight per
                                connection, 0 = requests * request_size */
   int64_t sparse_size;      /* -S: zero-detection block, 0 = off,

@@ -126,3 +126,15 @@ expect_fail ()
     fail "message does not match '$pattern': $*"
   fi
 }
+
+# An awk function hex(s) turning "0x1f" (as nbdkit's log filter prints
+# offsets and counts) into a number; awk here may be mawk, which has no
+# strtonum.  Use as: awk "$AWK_HEX"' ... hex(x) ...'
+AWK_HEX='
+function hex(s,  i, n) {
+  n = 0; s = tolower(s); sub(/^0x/, "", s)
+  for (i = 1; i <= length(s); i++)
+    n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+  return n
+}
+'

@@ -1,0 +1,51 @@
+/* Extent lists: what a source says about a range of the disk, as runs
+ * of data and runs that read as zero, in a fixed-size array that is
+ * filled without allocating.
+ */
+#ifndef NBDCP_EXTENTS_H
+#define NBDCP_EXTENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A run of the source that is either data or reads as zero. */
+struct extent {
+  uint64_t offset;
+  uint64_t length;
+  bool zero;
+};
+
+/* A fixed-size list of extents covering [start, end) from start onwards,
+ * filled by ops->extents without allocating.  When it is full, later
+ * extents are dropped and the caller asks again from where it ends.
+ * The list may also cover less than asked (servers may answer for a
+ * prefix only); the caller asks again from where it ends.
+ */
+struct extent_list {
+  struct extent *v;
+  size_t len, cap;
+  uint64_t start, end;
+  bool full;
+};
+
+void extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end);
+void extent_list_add (struct extent_list *list, uint64_t offset,
+                      uint64_t length, bool zero);
+
+/* Where the extents in LIST end (LIST->start if there are none). */
+uint64_t extent_list_covered (const struct extent_list *list);
+
+/* Make every boundary in LIST a multiple of BLOCK (a power of 2), for
+ * servers with a minimum block size: a block that holds any data is
+ * data, so zero extents shrink to the whole blocks inside them and the
+ * partial blocks at their edges join the data around them.  The end of
+ * the list stays where it is only if it is LIST->end (the caller keeps
+ * that aligned, or at the disk's end); an end short of it is rounded
+ * down, and the rest is asked again.  LIST->start must be a multiple of
+ * BLOCK.  Never leaves an empty list when the input covered at least
+ * one BLOCK, or reached LIST->end.
+ */
+void extent_list_align (struct extent_list *list, uint64_t block);
+
+#endif

@@ -1,0 +1,133 @@
+/* Unit test for extent_list_align: after fitting a server's extents to
+ * a minimum block size, every boundary is on a block, no data is ever
+ * called zero, and a block that was all zero stays zero.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extents.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf (stderr, "FAIL line %d: %s: ", __LINE__, #cond);                 \
+      fprintf (stderr, __VA_ARGS__);                                           \
+      fputc ('\n', stderr);                                                    \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+#define UNIT 512       /* servers answer in multiples of this */
+#define MAX_UNITS 4096 /* the range asked for, at most */
+#define CAP 64         /* entries in the list */
+
+/* One byte per UNIT of the range: 1 data, 0 zero, -1 unknown. */
+static signed char before[MAX_UNITS], after[MAX_UNITS];
+
+static void
+fill (signed char *map, const struct extent_list *list, uint64_t base)
+{
+  memset (map, -1, MAX_UNITS);
+  for (size_t i = 0; i < list->len; i++)
+    for (uint64_t o = list->v[i].offset;
+         o < list->v[i].offset + list->v[i].length; o += UNIT)
+      map[(o - base) / UNIT] = !list->v[i].zero;
+}
+
+static void
+one_case (unsigned seed)
+{
+  struct extent store[CAP];
+  struct extent_list list = { .v = store, .cap = CAP };
+  uint64_t block = (uint64_t) UNIT << (rand () % 6); /* 512 .. 16K */
+  uint64_t base = block * (rand () % 8);
+  uint64_t units = 1 + rand () % MAX_UNITS;
+  uint64_t end = base + units * UNIT;
+  uint64_t pos = base;
+  size_t nunits;
+
+  /* A range ending on a block, as segments do, or a short answer. */
+  if (rand () % 2)
+    end = base + ((units * UNIT + block - 1) / block) * block;
+  if (end - base > MAX_UNITS * UNIT)
+    end -= block;
+  if (end <= base)
+    end = base + block;
+  nunits = (end - base) / UNIT;
+  extent_list_reset (&list, base, end);
+  /* Runs of random length and type; sometimes stop short. */
+  while (pos < end && !(rand () % 40 == 0 && pos > base)) {
+    uint64_t len = UNIT * (1 + rand () % (rand () % 4 ? 8 : 200));
+    extent_list_add (&list, pos, len, rand () % 2);
+    pos += len;
+  }
+  fill (before, &list, base);
+  uint64_t covered = extent_list_covered (&list);
+
+  extent_list_align (&list, block);
+  fill (after, &list, base);
+
+  CHECK (list.len > 0, "seed %u: empty", seed);
+  uint64_t expect = list.start;
+  for (size_t i = 0; i < list.len; i++) {
+    const struct extent *e = &list.v[i];
+    uint64_t e_end = e->offset + e->length;
+    CHECK (e->offset == expect, "seed %u: gap at %zu", seed, i);
+    CHECK (e->length > 0, "seed %u: empty extent %zu", seed, i);
+    CHECK (e->offset % block == 0, "seed %u: start %zu unaligned", seed, i);
+    CHECK (e_end % block == 0 || e_end == list.end,
+           "seed %u: end of %zu unaligned", seed, i);
+    if (i > 0)
+      CHECK (e->zero != list.v[i - 1].zero, "seed %u: not merged", seed);
+    expect = e_end;
+  }
+  CHECK (expect <= list.end, "seed %u: beyond the range", seed);
+  CHECK (expect <= covered || expect - list.start <= block,
+         "seed %u: claims more than was known", seed);
+  if (covered == list.end)
+    CHECK (expect == list.end, "seed %u: lost the end", seed);
+  else
+    CHECK (expect >= (covered & ~(block - 1)) || expect - list.start == block,
+           "seed %u: lost more than a block", seed);
+
+  for (size_t u = 0; u < nunits; u++) {
+    if (after[u] == -1)
+      continue;
+    /* No data byte may become zero. */
+    CHECK (!(before[u] != 0 && after[u] == 0), "seed %u: data %zu zeroed", seed,
+           u);
+  }
+  /* Whole blocks that were all zero, inside what is now covered, stay
+     zero. */
+  for (uint64_t b = list.start; b + block <= expect; b += block) {
+    size_t u0 = (b - base) / UNIT, k = block / UNIT;
+    int all_zero = 1;
+    for (size_t j = 0; j < k; j++)
+      all_zero &= before[u0 + j] == 0;
+    if (all_zero)
+      CHECK (after[u0] == 0, "seed %u: zero block at %llu became data", seed,
+             (unsigned long long) b);
+  }
+}
+
+int
+main (void)
+{
+  for (unsigned seed = 1; seed <= 20000; seed++) {
+    srand (seed);
+    one_case (seed);
+    if (failures > 20)
+      break;
+  }
+  if (failures) {
+    fprintf (stderr, "%d failures\n", failures);
+    return 1;
+  }
+  printf ("extent_list_align: 20000 random lists fitted correctly\n");
+  return 0;
+}
