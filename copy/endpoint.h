@@ -5,10 +5,11 @@
  * null:); it asks what the endpoint can do (caps) and submits
  * asynchronous requests to one of its connections.  A connection
  * belongs to one worker thread and is driven by that worker's io_uring:
- * before each wait the worker calls ops->arm(), which submits whatever
- * the connection is waiting for (a poll on a socket, say).  Requests
- * finish by calling op_complete() from inside the worker's loop, or
- * from inside the submitting call for endpoints that finish at once.
+ * before each wait the worker calls ops->arm() (where there is one),
+ * which submits whatever the connection is waiting for (a poll on a
+ * socket, say).  Requests finish by calling op_complete() from inside
+ * the worker's loop, or from inside the submitting call for endpoints
+ * that finish at once.  Ops marked optional may be NULL.
  */
 #ifndef NBDCP_ENDPOINT_H
 #define NBDCP_ENDPOINT_H
@@ -22,9 +23,9 @@
 struct io_uring;
 struct options;
 struct conn; /* one connection; each kind defines it */
-struct op;   /* one engine request; see engine.c */
+struct op;   /* one engine request; see op.h */
 
-/* Finish OP; ERR is 0 or an errno value.  Defined by the engine. */
+/* Finish OP; ERR is 0 or an errno value.  Defined in op.c. */
 void op_complete (struct op *op, int err);
 
 /* Finish a read of a stream that met its end: only GOT bytes were read
@@ -87,6 +88,8 @@ struct endpoint_ops {
                 struct op *op);
   int (*zero) (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
                struct op *op);
+  /* Optional, sources with caps.can_extents: fill LIST for the range
+     (see extents.h), then complete OP. */
   int (*extents) (struct conn *c, uint64_t len, uint64_t offset,
                   struct extent_list *list, struct op *op);
   int (*flush) (struct conn *c, struct op *op);
@@ -105,7 +108,9 @@ struct endpoint_ops {
      answering, or the user interrupted).  Called from another thread. */
   void (*abort) (struct conn *c);
 
-  /* Submit to RING whatever C waits on before the worker sleeps. */
+  /* Optional: submit to RING whatever C waits on before the worker
+     sleeps.  Endpoints that put requests on the ring when they are
+     made, or finish them at once, have none. */
   void (*arm) (struct conn *c, struct io_uring *ring);
 
   /* Close every connection; CLEAN says the copy succeeded, so a polite

@@ -25,9 +25,9 @@
  * order; the writes they feed can overlap.  A stream source has no
  * size: the copy ends where a short read says the stream ended.
  *
- * Requests complete through op_complete(), called from inside the
- * endpoints' event handling.  It only queues the op on the worker's
- * done list; the worker acts on it afterwards, outside any libnbd
+ * Requests complete through op_complete() (op.c), called from inside
+ * the endpoints' event handling.  It only queues the op on the worker's
+ * done queue; the worker acts on it afterwards, outside any libnbd
  * callback, so issuing new requests never re-enters libnbd.
  *
  * On any failure the job is stopped: no new requests anywhere, what is
@@ -35,8 +35,8 @@
  * first failure's message.
  *
  * Nothing here allocates once the workers have started.  What a lane
- * does is in lane.c; this file has the threads, their event loops, the
- * timeouts and the job as a whole.
+ * does is in lane.c, the job's shared state and accounting in job.c;
+ * this file has the threads, their event loops and the timeouts.
  */
 #include <config.h>
 
@@ -53,59 +53,46 @@
 
 #include <liburing.h>
 
+#include "engine.h"
 #include "error.h"
 #include "job.h"
+#include "lane.h"
 #include "minmax.h"
 #include "ring.h"
 
-void
-job_fail_code (struct job *job, const char *side, const char *what,
-               uint64_t offset, uint64_t length, const char *why, int code)
-{
-  pthread_mutex_lock (&job->lock);
-  if (!job->failed)
-    job->error_code = code;
-  if (!job->failed && length == 0) /* flush, or the worker itself */
-    snprintf (job->error, sizeof job->error, "%s %s failed: %s", side, what,
-              why);
-  else if (!job->failed)
-    snprintf (job->error, sizeof job->error,
-              "%s %s at offset %" PRIu64 " length %" PRIu64 " failed: %s", side,
-              what, offset, length, why);
-  job->failed = true;
-  pthread_mutex_unlock (&job->lock);
-  atomic_store (&job->stop, true);
-}
+struct worker {
+  pthread_t thread;
+  struct job *job;
+  struct io_uring ring;
+  bool ring_ready;
+  bool buffers_registered;
+  bool stall_noted; /* its oldest request, once the job was aborted */
+  struct lane **lanes;
+  unsigned nlanes;
+  struct op_queue done; /* its lanes' finished requests */
+};
 
-void
-job_fail_text (struct job *job, const char *text)
-{
-  pthread_mutex_lock (&job->lock);
-  if (!job->failed)
-    snprintf (job->error, sizeof job->error, "%s", text);
-  job->failed = true;
-  pthread_mutex_unlock (&job->lock);
-  atomic_store (&job->stop, true);
-}
-
-void
-job_fail (struct job *job, const char *side, const char *what, uint64_t offset,
-          uint64_t length, const char *why)
-{
-  job_fail_code (job, side, what, offset, length, why, 0);
-}
+/* Everything engine_run sets up, so that it can be taken down in one
+ * place however far set-up got.
+ */
+struct engine {
+  struct job job;
+  struct lane *lanes;
+  struct lane **lane_ptrs;
+  unsigned nlanes;
+  struct worker *workers;
+  unsigned nworkers;
+  unsigned started; /* threads */
+  char *zero_buffer;
+};
 
 static void
 worker_process_done (struct worker *w)
 {
-  while (w->done_head) {
-    struct op *op = w->done_head;
+  struct op *op;
 
-    w->done_head = op->next;
-    if (!w->done_head)
-      w->done_tail = &w->done_head;
+  while ((op = op_queue_pop (&w->done)))
     lane_op_done (op->lane, op);
-  }
 }
 
 /* --timeout: fail the copy if a request has had no reply for too long,
@@ -115,7 +102,7 @@ static void
 worker_check_timeouts (struct worker *w)
 {
   struct job *job = w->job;
-  int64_t now = now_ms (), limit = job->opts->timeout_ms;
+  int64_t now = now_ms (), limit = job->set->timeout_ms;
 
   for (unsigned i = 0; i < w->nlanes; i++) {
     const struct op *op = lane_oldest_op (w->lanes[i]);
@@ -125,12 +112,8 @@ worker_check_timeouts (struct worker *w)
       continue;
     snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
               limit / 1000.0);
-    const char *name = op_name (op);
-    const char *space = strchr (name, ' ');
-    char side[16];
-    snprintf (side, sizeof side, "%.*s", (int) (space - name), name);
-    job_fail_code (job, side, space + 1, op->offset, op->length, why,
-                   ETIMEDOUT);
+    job_fail_code (job, op_side (op->kind), op_what (op->kind), op->offset,
+                   op->length, why, ETIMEDOUT);
     atomic_store (&job->abort, true);
     return;
   }
@@ -155,7 +138,8 @@ worker_note_stall (struct worker *w)
     pthread_mutex_lock (&job->lock);
     if (now - op->sent_ms > job->stalled_ms) {
       job->stalled_ms = now - op->sent_ms;
-      snprintf (job->stalled_op, sizeof job->stalled_op, "%s", op_name (op));
+      snprintf (job->stalled_op, sizeof job->stalled_op, "%s %s",
+                op_side (op->kind), op_what (op->kind));
       job->stalled_offset = op->offset;
       job->stalled_length = op->length;
     }
@@ -169,7 +153,7 @@ worker_wait (struct worker *w)
   struct io_uring *ring = &w->ring;
   struct io_uring_cqe *cqe;
   unsigned head, seen = 0;
-  int64_t timeout_ms = w->job->opts->timeout_ms;
+  int64_t timeout_ms = w->job->set->timeout_ms;
   int r;
 
   if (timeout_ms) {
@@ -215,14 +199,16 @@ worker_run (void *arg)
       lane_check_finished (w->lanes[i]);
       all_done &= w->lanes[i]->state == LANE_DONE;
     }
-    if (w->done_head)
+    if (w->done.head)
       continue; /* requests that finished at once */
     if (all_done)
       break;
     for (unsigned i = 0; i < w->nlanes; i++) {
       struct lane *l = w->lanes[i];
-      job->src->ops->arm (l->src, &w->ring);
-      job->dst->ops->arm (l->dst, &w->ring);
+      if (job->src->ops->arm)
+        job->src->ops->arm (l->src, &w->ring);
+      if (job->dst->ops->arm)
+        job->dst->ops->arm (l->dst, &w->ring);
     }
     worker_wait (w);
     if (atomic_load (&job->abort) && !w->stall_noted)
@@ -241,17 +227,19 @@ worker_run (void *arg)
  * the kernel maps them once rather than on every request.  If the
  * kernel refuses (memory limits), requests simply go unregistered.
  */
-static void
+static int
 worker_attach (struct worker *w)
 {
   struct job *job = w->job;
   struct iovec *iov;
 
   if (!job->src->ops->attach && !job->dst->ops->attach)
-    return;
+    return 0;
   iov = calloc (w->nlanes, sizeof *iov);
-  if (!iov)
-    return; /* attach needs it; engine_run's caller has failed already */
+  if (!iov) {
+    error_set ("out of memory");
+    return -1;
+  }
   for (unsigned i = 0; i < w->nlanes; i++) {
     iov[i].iov_base = w->lanes[i]->pool.base;
     iov[i].iov_len = w->lanes[i]->pool.size * w->lanes[i]->pool.count;
@@ -269,19 +257,10 @@ worker_attach (struct worker *w)
                              index);
   }
   free (iov);
+  return 0;
 }
 
-static void
-stats_add (struct copy_stats *sum, const struct copy_stats *s)
-{
-  sum->data_bytes += s->data_bytes;
-  sum->zero_bytes += s->zero_bytes;
-  sum->skipped_bytes += s->skipped_bytes;
-  sum->hole_bytes += s->hole_bytes;
-  sum->requests += s->requests;
-}
-
-/* Wait for the workers, calling PROGRESS now and then. */
+/* Make every request in flight fail soon (see endpoint abort). */
 static void
 job_abort_connections (struct job *job)
 {
@@ -293,6 +272,9 @@ job_abort_connections (struct job *job)
         eps[e]->ops->abort (eps[e]->conns[i]);
 }
 
+/* Wait for the workers, calling PROGRESS now and then; turn a signal
+ * into a failure, and cut the connections once the job is aborted.
+ */
 static void
 job_wait (struct job *job, progress_fn progress, void *progress_arg)
 {
@@ -335,37 +317,6 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
   pthread_mutex_unlock (&job->lock);
 }
 
-/* Every byte of the copy must have been written, zeroed or skipped
- * exactly once: check each segment's count and the totals, so that a
- * bug that loses a range can never end in success.
- */
-static int
-job_check_accounting (const struct job *job, const struct copy_stats *stats)
-{
-  uint64_t size = atomic_load (&job->size);
-  uint64_t sum = stats->data_bytes + stats->zero_bytes + stats->skipped_bytes;
-
-  for (uint64_t i = 0; job->segment_done && i < job->nsegments; i++) {
-    uint64_t start = i * SEGMENT_SIZE;
-    uint64_t len = MIN (SEGMENT_SIZE, size - start);
-
-    if (job->segment_done[i] != len) {
-      error_set ("internal error: bytes %" PRIu64 " to %" PRIu64
-                 " of the copy were not all written, zeroed or skipped "
-                 "(%" PRIu64 " bytes accounted of %" PRIu64 ")",
-                 start, start + len, job->segment_done[i], len);
-      return -1;
-    }
-  }
-  if (sum != size || atomic_load (&job->bytes_done) != size) {
-    error_set ("internal error: %" PRIu64 " bytes written, zeroed or "
-               "skipped, but the copy is %" PRIu64 " bytes",
-               sum, size);
-    return -1;
-  }
-  return 0;
-}
-
 /* An interrupted copy says what it was waiting for if a request had
    waited this long: the server may be stuck (see --timeout). */
 #define STALL_REPORT_MS 5000
@@ -380,138 +331,175 @@ stalled_where (const struct job *job, char *buf, size_t size)
   return buf;
 }
 
+/* Allocate the lanes, the workers and their rings, and deal the lanes
+ * out to the workers.  Returns -1 after error_set().
+ */
+static int
+engine_setup (struct engine *e, const struct settings *set)
+{
+  struct job *job = &e->job;
+
+  e->nlanes = set->lanes;
+  e->nworkers = set->threads;
+  e->lanes = calloc (e->nlanes, sizeof *e->lanes);
+  e->lane_ptrs = calloc (e->nlanes, sizeof *e->lane_ptrs);
+  e->workers = calloc (e->nworkers, sizeof *e->workers);
+  if (job->nsegments != UINT64_MAX)
+    job->segment_done = calloc (MAX (job->nsegments, (uint64_t) 1),
+                                sizeof *job->segment_done);
+  if (!job->dst->caps.can_zero && !set->destination_is_zero)
+    job->zero_buffer = e->zero_buffer = calloc (1, set->request_size);
+  if (!e->lanes || !e->lane_ptrs || !e->workers
+      || (job->nsegments != UINT64_MAX && !job->segment_done)
+      || (!job->dst->caps.can_zero && !set->destination_is_zero
+          && !e->zero_buffer)) {
+    error_set ("out of memory");
+    return -1;
+  }
+
+  /* Lanes are dealt out to workers round robin; each worker's lanes
+     are a contiguous slice of lane_ptrs. */
+  for (unsigned wi = 0, k = 0; wi < e->nworkers; wi++) {
+    struct worker *w = &e->workers[wi];
+    unsigned entries;
+    int r;
+
+    w->job = job;
+    w->lanes = &e->lane_ptrs[k];
+    op_queue_init (&w->done);
+    for (unsigned i = wi; i < e->nlanes; i += e->nworkers) {
+      if (lane_init (&e->lanes[i], i, job, &w->done, job->src->conns[i],
+                     job->dst->conns[i])
+          == -1)
+        return -1;
+      e->lane_ptrs[k++] = &e->lanes[i];
+      w->nlanes++;
+    }
+    /* Room for a poll per direction per connection, and for endpoints
+       that submit their requests to the ring. */
+    entries = MAX (64u, 4 * w->nlanes * (set->requests + 2));
+    entries = MIN (entries, 4096u);
+    r = io_uring_queue_init (entries, &w->ring, 0);
+    if (r < 0) {
+      error_set ("io_uring_queue_init: %s", strerror (-r));
+      return -1;
+    }
+    w->ring_ready = true;
+    if (worker_attach (w) == -1)
+      return -1;
+  }
+  return 0;
+}
+
+/* Start the worker threads.  One that cannot start fails the job, and
+ * the others stop at once.
+ */
+static void
+engine_start (struct engine *e)
+{
+  struct job *job = &e->job;
+
+  job->workers_running = e->nworkers;
+  for (e->started = 0; e->started < e->nworkers; e->started++) {
+    struct worker *w = &e->workers[e->started];
+    int r = pthread_create (&w->thread, NULL, worker_run, w);
+
+    if (r != 0) {
+      job_fail (job, "worker", "thread start", 0, 0, strerror (r));
+      pthread_mutex_lock (&job->lock);
+      job->workers_running -= e->nworkers - e->started;
+      pthread_mutex_unlock (&job->lock);
+      break;
+    }
+  }
+}
+
+/* Once the workers have ended: add up the lanes' counts, and decide.
+ * Returns 0 only when the job did not fail and every byte is accounted
+ * for; -1 after error_set() otherwise.
+ */
+static int
+engine_result (struct engine *e, struct copy_stats *stats)
+{
+  struct job *job = &e->job;
+  char where[64];
+
+  for (unsigned i = 0; i < e->nlanes; i++)
+    stats_add (stats, &e->lanes[i].stats);
+  stats->lanes = e->nlanes;
+  stats->workers = e->nworkers;
+  stats->total_bytes = atomic_load (&job->size);
+  stats->error = job->error_code;
+
+  if (job->failed && job->interrupted && *job->interrupted
+      && job->stalled_ms >= STALL_REPORT_MS) {
+    error_set ("%s; the oldest request, %s%s, had waited %.1f s for a reply",
+               job->error, job->stalled_op,
+               stalled_where (job, where, sizeof where),
+               job->stalled_ms / 1000.0);
+    return -1;
+  }
+  if (job->failed) {
+    error_set ("%s", job->error);
+    return -1;
+  }
+  return job_check_accounting (job, stats->data_bytes + stats->zero_bytes
+                                        + stats->skipped_bytes);
+}
+
+static void
+engine_teardown (struct engine *e)
+{
+  for (unsigned i = 0; e->workers && i < e->nworkers; i++)
+    if (e->workers[i].ring_ready)
+      io_uring_queue_exit (&e->workers[i].ring);
+  /* Lanes are zeroed by calloc, so destroying unused ones is safe. */
+  for (unsigned i = 0; e->lanes && i < e->nlanes; i++)
+    lane_destroy (&e->lanes[i]);
+  free (e->lanes);
+  free (e->lane_ptrs);
+  free (e->workers);
+  free (e->zero_buffer);
+  free (e->job.segment_done);
+  pthread_cond_destroy (&e->job.workers_changed);
+  pthread_mutex_destroy (&e->job.lock);
+}
+
 int
-engine_run (const struct options *opts, struct endpoint *src,
+engine_run (const struct settings *set, struct endpoint *src,
             struct endpoint *dst, uint64_t size, progress_fn progress,
             void *progress_arg, const volatile sig_atomic_t *interrupted,
             struct copy_stats *stats)
 {
-  struct job job = {
-    .opts = opts,
-    .src = src,
-    .dst = dst,
-    .size = size,
-    .nsegments = size == UINT64_MAX ? UINT64_MAX
-                                    : (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE,
-    .ordered = dst->caps.stream,
-    .interrupted = interrupted,
-    .request_size = opts->request_size,
-    .queue_size = opts->queue_size,
-    .block = MAX (endpoint_min_block (src), endpoint_min_block (dst)),
-    .stalled_ms = -1,
+  struct engine e = {
+    .job = {
+      .set = set,
+      .src = src,
+      .dst = dst,
+      .size = size,
+      .nsegments = size == UINT64_MAX
+                       ? UINT64_MAX
+                       : (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE,
+      .ordered = dst->caps.stream,
+      .interrupted = interrupted,
+      .stalled_ms = -1,
+    },
   };
-  unsigned nlanes = MIN (src->nconns, dst->nconns);
-  unsigned nworkers = MIN (opts->threads, nlanes);
-  struct lane *lanes = calloc (nlanes, sizeof *lanes);
-  struct worker *workers = calloc (nworkers, sizeof *workers);
-  struct lane **lane_ptrs = calloc (nlanes, sizeof *lane_ptrs);
-  char *zero_buffer = NULL;
-  char where[64];
-  unsigned started = 0;
   int ret = -1;
 
   memset (stats, 0, sizeof *stats);
-  pthread_mutex_init (&job.lock, NULL);
-  pthread_cond_init (&job.workers_changed, NULL);
-  if (dst->caps.max_request)
-    job.zero_max = dst->caps.max_request / job.block * job.block;
-  if (size != UINT64_MAX)
-    job.segment_done
-        = calloc (MAX (job.nsegments, (uint64_t) 1), sizeof *job.segment_done);
-  if (!lanes || !workers || !lane_ptrs
-      || (size != UINT64_MAX && !job.segment_done)) {
-    error_set ("out of memory");
-    goto out;
+  pthread_mutex_init (&e.job.lock, NULL);
+  pthread_cond_init (&e.job.workers_changed, NULL);
+  if (engine_setup (&e, set) == 0) {
+    engine_start (&e);
+    job_wait (&e.job, progress, progress_arg);
+    for (unsigned i = 0; i < e.started; i++)
+      pthread_join (e.workers[i].thread, NULL);
+    ret = engine_result (&e, stats);
+    if (progress)
+      progress (progress_arg, atomic_load (&e.job.bytes_done),
+                stats->total_bytes);
   }
-  if (!dst->caps.can_zero && !opts->destination_is_zero) {
-    zero_buffer = calloc (1, job.request_size);
-    if (!zero_buffer) {
-      error_set ("out of memory");
-      goto out;
-    }
-    job.zero_buffer = zero_buffer;
-  }
-
-  for (unsigned i = 0; i < nlanes; i++)
-    if (lane_init (&lanes[i], i, &job, src->conns[i], dst->conns[i]) == -1)
-      goto out;
-
-  /* Lanes are dealt out to workers round robin; each worker's lanes
-     are a contiguous slice of lane_ptrs. */
-  for (unsigned wi = 0, k = 0; wi < nworkers; wi++) {
-    struct worker *w = &workers[wi];
-    unsigned entries;
-
-    w->job = &job;
-    w->lanes = &lane_ptrs[k];
-    for (unsigned i = wi; i < nlanes; i += nworkers) {
-      lanes[i].worker = w;
-      lane_ptrs[k++] = &lanes[i];
-      w->nlanes++;
-    }
-    w->done_tail = &w->done_head;
-    /* Room for a poll per direction per connection, and for endpoints
-       that submit their requests to the ring. */
-    entries = MAX (64u, 4 * w->nlanes * (opts->requests + 2));
-    entries = MIN (entries, 4096u);
-    int r = io_uring_queue_init (entries, &w->ring, 0);
-    if (r < 0) {
-      error_set ("io_uring_queue_init: %s", strerror (-r));
-      goto out;
-    }
-    w->ring_ready = true;
-    worker_attach (w);
-  }
-
-  job.workers_running = nworkers;
-  for (started = 0; started < nworkers; started++) {
-    int r = pthread_create (&workers[started].thread, NULL, worker_run,
-                            &workers[started]);
-    if (r != 0) {
-      job_fail (&job, "worker", "thread start", 0, 0, strerror (r));
-      pthread_mutex_lock (&job.lock);
-      job.workers_running -= nworkers - started;
-      pthread_mutex_unlock (&job.lock);
-      break;
-    }
-  }
-  job_wait (&job, progress, progress_arg);
-  for (unsigned i = 0; i < started; i++)
-    pthread_join (workers[i].thread, NULL);
-
-  for (unsigned i = 0; i < nlanes; i++)
-    stats_add (stats, &lanes[i].stats);
-  stats->lanes = nlanes;
-  stats->workers = nworkers;
-  stats->total_bytes = atomic_load (&job.size);
-  if (progress)
-    progress (progress_arg, atomic_load (&job.bytes_done), stats->total_bytes);
-
-  stats->error = job.error_code;
-  if (job.failed && interrupted && *interrupted
-      && job.stalled_ms >= STALL_REPORT_MS)
-    error_set ("%s; the oldest request, %s%s, had waited %.1f s for a reply",
-               job.error, job.stalled_op,
-               stalled_where (&job, where, sizeof where),
-               job.stalled_ms / 1000.0);
-  else if (job.failed)
-    error_set ("%s", job.error);
-  else if (job_check_accounting (&job, stats) == 0)
-    ret = 0;
-
-out:
-  for (unsigned i = 0; workers && i < nworkers; i++)
-    if (workers[i].ring_ready)
-      io_uring_queue_exit (&workers[i].ring);
-  /* Lanes are zeroed by calloc, so destroying unused ones is safe. */
-  for (unsigned i = 0; lanes && i < nlanes; i++)
-    lane_destroy (&lanes[i]);
-  free (lanes);
-  free (workers);
-  free (lane_ptrs);
-  free (zero_buffer);
-  free (job.segment_done);
-  pthread_cond_destroy (&job.workers_changed);
-  pthread_mutex_destroy (&job.lock);
+  engine_teardown (&e);
   return ret;
 }

@@ -1,4 +1,4 @@
-/* Per-thread error message buffer (see error.h). */
+/* Per-thread error message buffer and -v notes (see error.h). */
 #include <config.h>
 
 #include <stdarg.h>
@@ -22,4 +22,18 @@ const char *
 error_get (void)
 {
   return message[0] ? message : "unknown error";
+}
+
+void
+note (bool verbose, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (!verbose)
+    return;
+  fprintf (stderr, "nbdcp: ");
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
 }

@@ -443,12 +443,6 @@ file_extents (struct conn *c, uint64_t len, uint64_t offset,
 }
 
 static void
-file_arm (struct conn *c, struct io_uring *ring)
-{
-  /* Requests were put on the ring when they were made. */
-}
-
-static void
 file_close (struct endpoint *ep, bool clean)
 {
   struct file *f = ep->priv;
@@ -474,6 +468,5 @@ const struct endpoint_ops file_endpoint_ops = {
   .flush = file_flush,
   .attach = file_attach,
   .set_size = file_set_size,
-  .arm = file_arm,
   .close = file_close,
 };

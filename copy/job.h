@@ -1,7 +1,7 @@
-/* The shared state of one copy, for engine.c (threads, event loops,
- * the job as a whole) and lane.c (what one pair of connections does):
- * the job, its workers, their lanes, and the requests in flight.
- * Nothing outside the engine sees these.
+/* The state of one copy as a whole, shared by every worker thread: the
+ * segments still to hand out, what has been accounted for, and the
+ * first failure.  engine.c runs the job; lane.c takes segments from it,
+ * counts what it did and reports failures to it.
  */
 #ifndef NBDCP_JOB_H
 #define NBDCP_JOB_H
@@ -13,104 +13,26 @@
 #include <stdint.h>
 #include <time.h>
 
-#include <liburing.h>
-
 #include "endpoint.h"
-#include "engine.h"
-#include "pool.h"
+#include "settings.h"
 
-/* Extents a lane remembers at once; more are fetched as it goes. */
-#define EXTENTS_PER_LANE 1024
-/* Writes and zeroes one buffer may turn into after zero detection. */
-#define RUNS_PER_BUFFER 32
-
-enum op_kind { OP_READ, OP_WRITE, OP_ZERO, OP_EXTENTS, OP_FLUSH };
-
-struct lane;
-struct buffer;
-
-struct op {
-  struct op_io io; /* the endpoint's, while in flight */
-  struct op *next; /* on the worker's done list */
-  struct lane *lane;
-  struct buffer *buf; /* the buffer a read fills or a run drains */
-  enum op_kind kind;
-  uint64_t offset, length;
-  int err;
-  bool in_flight;
-  int64_t sent_ms; /* when it was sent (now_ms) */
-};
-
-struct buffer {
-  unsigned index;  /* in the lane's pool */
-  uint64_t offset; /* of the disk */
-  uint32_t len;
-  unsigned pending; /* runs still in flight */
-  struct op read;
-  struct op runs[RUNS_PER_BUFFER];
-};
-
-enum lane_state { LANE_COPYING, LANE_FLUSHING, LANE_DONE };
-
-struct lane {
-  unsigned index; /* for messages */
-  struct job *job;
-  struct worker *worker;
-  struct conn *src, *dst;
-  enum lane_state state;
-
-  struct pool pool;
-  struct buffer *buffers; /* one per pool buffer */
-  uint64_t queued_bytes;  /* in buffers that are in use */
-
-  struct op *zero_ops; /* for zero extents: requests slots */
-  struct op **free_zero_ops;
-  unsigned nfree_zero_ops;
-
-  struct op extents_op, flush_op;
-  bool extents_busy;
-  struct extent extent_store[EXTENTS_PER_LANE];
-  struct extent_list extents; /* of [pos, ...) in the current segment */
-  size_t next_extent;
-
-  uint64_t pos; /* next byte to issue */
-  uint64_t segment_end;
-  bool no_more_segments;
-  bool eof; /* a stream source has ended */
-
-  unsigned inflight; /* requests in flight, both sides */
-  struct copy_stats stats;
-};
-
-struct worker {
-  pthread_t thread;
-  struct job *job;
-  struct io_uring ring;
-  bool ring_ready;
-  bool buffers_registered;
-  bool stall_noted; /* its oldest request, once the job was aborted */
-  struct lane **lanes;
-  unsigned nlanes;
-  struct op *done_head, **done_tail;
-};
+/* The disk is handed out to lanes in segments of this size. */
+#define SEGMENT_SIZE ((uint64_t) 128 * 1024 * 1024)
 
 struct job {
-  const struct options *opts;
+  const struct settings *set;
   struct endpoint *src, *dst;
   atomic_uint_fast64_t size; /* UINT64_MAX until a stream ends */
   uint64_t nsegments;
-  bool ordered; /* the destination is a stream */
-  uint32_t request_size;
-  uint64_t queue_size;
-  uint32_t block;          /* every request is a multiple of it (min block) */
-  uint64_t zero_max;       /* the longest zero request, 0 = a segment */
+  bool ordered;            /* the destination is a stream */
   const char *zero_buffer; /* for destinations that cannot zero */
 
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */
   /* The same per segment (NULL for a stream source), each written only
-     by the lane that took the segment: at the end every segment must
-     be accounted for exactly, or the copy is not reported complete. */
+     by the lane that took the segment and read once the workers have
+     ended: every segment must be accounted for exactly, or the copy is
+     not reported complete. */
   uint64_t *segment_done;
   atomic_bool stop;
   atomic_bool abort; /* in-flight requests must be cut off */
@@ -146,6 +68,16 @@ job_stopped (struct job *job)
   return atomic_load_explicit (&job->stop, memory_order_relaxed);
 }
 
+/* [OFFSET, OFFSET+BYTES), inside one segment, has been written, zeroed,
+ * or left alone because the destination reads as zero there.
+ */
+void job_count_done (struct job *job, uint64_t offset, uint64_t bytes);
+
+/* Once the workers have ended: were all the job's bytes accounted for
+ * exactly once, DONE_BYTES in all?  -1 after error_set() if not.
+ */
+int job_check_accounting (const struct job *job, uint64_t done_bytes);
+
 static inline int64_t
 now_ms (void)
 {
@@ -153,19 +85,5 @@ now_ms (void)
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
-
-/* lane.c */
-int lane_init (struct lane *l, unsigned index, struct job *job,
-               struct conn *src, struct conn *dst);
-void lane_destroy (struct lane *l);
-/* Issue as much work as buffers and request slots allow. */
-void lane_issue (struct lane *l);
-/* OP, a request of L, finished: act on it. */
-void lane_op_done (struct lane *l, struct op *op);
-/* Once a lane has nothing left to copy, flush it; then it is done. */
-void lane_check_finished (struct lane *l);
-/* The request of L that has waited longest, or NULL; and its name. */
-const struct op *lane_oldest_op (const struct lane *l);
-const char *op_name (const struct op *op);
 
 #endif

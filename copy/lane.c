@@ -20,52 +20,23 @@
 #include <string.h>
 
 #include "error.h"
-#include "job.h"
+#include "lane.h"
 #include "minmax.h"
 #include "sparse.h"
 
-/* [OFFSET, OFFSET+BYTES) of the destination has been written, zeroed,
- * or left alone because it reads as zero already.
- */
+/* Make OP a request of L. */
 static void
-count_done (struct lane *l, uint64_t offset, uint64_t bytes)
+lane_prepare_op (struct lane *l, struct op *op, enum op_kind kind,
+                 struct buffer *b, uint64_t offset, uint64_t length)
 {
-  struct job *job = l->job;
-
-  atomic_fetch_add_explicit (&job->bytes_done, bytes, memory_order_relaxed);
-  if (job->segment_done)
-    job->segment_done[offset / SEGMENT_SIZE] += bytes;
-}
-
-struct op_io *
-op_io (struct op *op)
-{
-  return &op->io;
-}
-
-void
-op_complete_eof (struct op *op, uint32_t got)
-{
-  struct lane *l = op->lane;
-  struct buffer *b = op->buf;
-
-  /* Only reads of a stream end early; the buffer holds less. */
-  l->queued_bytes -= b->len - got;
-  b->len = got;
-  op->length = got;
-  l->eof = true;
-  op_complete (op, 0);
-}
-
-void
-op_complete (struct op *op, int err)
-{
-  struct worker *w = op->lane->worker;
-
-  op->err = err;
-  op->next = NULL;
-  *w->done_tail = op;
-  w->done_tail = &op->next;
+  *op = (struct op){
+    .done = l->done,
+    .lane = l,
+    .buf = b,
+    .kind = kind,
+    .offset = offset,
+    .length = length,
+  };
 }
 
 /* OP has been sent.  The time is for --timeout, and for saying what a
@@ -109,19 +80,15 @@ lane_fetch_extents (struct lane *l)
 
   extent_list_reset (&l->extents, l->pos, l->segment_end);
   l->next_extent = 0;
-  if (!job->opts->extents || !job->src->caps.can_extents) {
+  if (!l->set->extents || !job->src->ops->extents
+      || !job->src->caps.can_extents) {
     extent_list_add (&l->extents, l->pos, len, false);
-    extent_list_align (&l->extents, job->block);
+    extent_list_align (&l->extents, l->set->block);
     return 0;
   }
-  *op = (struct op){
-    .lane = l,
-    .kind = OP_EXTENTS,
-    .offset = l->pos,
-    .length = len,
-  };
+  lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
   if (job->src->ops->extents (l->src, len, l->pos, &l->extents, op) == -1) {
-    job_fail (job, "source", "extents (block status)", l->pos, len,
+    job_fail (job, op_side (op->kind), op_what (op->kind), l->pos, len,
               error_get ());
     return -1;
   }
@@ -152,30 +119,29 @@ lane_put_zero_op (struct lane *l, struct op *op)
   l->free_zero_ops[l->nfree_zero_ops++] = op;
 }
 
-/* Make [offset, offset+len) of the destination read as zero, using OP.
- * Destinations without a zero operation get zero data written, which
- * needs len <= request_size.
+/* Make [offset, offset+len) of the destination read as zero, using OP
+ * (of buffer B, or NULL).  Destinations without a zero operation get
+ * zero data written, which needs len <= request_size.
  */
 static int
-lane_zero (struct lane *l, struct op *op, uint64_t offset, uint64_t len)
+lane_zero (struct lane *l, struct op *op, struct buffer *b, uint64_t offset,
+           uint64_t len)
 {
   struct job *job = l->job;
   struct endpoint *dst = job->dst;
   int r;
 
-  op->offset = offset;
-  op->length = len;
   if (dst->caps.can_zero) {
-    op->kind = OP_ZERO;
-    r = dst->ops->zero (l->dst, len, offset, job->opts->allocated, op);
+    lane_prepare_op (l, op, OP_ZERO, b, offset, len);
+    r = dst->ops->zero (l->dst, len, offset, l->set->allocated, op);
   }
   else {
-    op->kind = OP_WRITE;
+    lane_prepare_op (l, op, OP_WRITE, b, offset, len);
     r = dst->ops->write (l->dst, job->zero_buffer, len, offset, op);
   }
   if (r == -1) {
-    job_fail (job, "destination", op->kind == OP_ZERO ? "zero" : "write",
-              offset, len, error_get ());
+    job_fail (job, op_side (op->kind), op_what (op->kind), offset, len,
+              error_get ());
     return -1;
   }
   lane_sent (l, op);
@@ -192,10 +158,10 @@ lane_issue_zero_extent (struct lane *l, struct extent *e)
   struct op *op;
   uint64_t len = e->length;
 
-  if (job->opts->destination_is_zero) {
+  if (l->set->destination_is_zero) {
     l->stats.hole_bytes += len;
     l->stats.skipped_bytes += len;
-    count_done (l, e->offset, len);
+    job_count_done (job, e->offset, len);
     lane_advance (l, e, len);
     return 0;
   }
@@ -203,11 +169,10 @@ lane_issue_zero_extent (struct lane *l, struct extent *e)
   if (!op)
     return 1;
   if (!job->dst->caps.can_zero)
-    len = MIN (len, (uint64_t) job->request_size);
-  else if (job->zero_max)
-    len = MIN (len, job->zero_max);
-  op->buf = NULL;
-  if (lane_zero (l, op, e->offset, len) == -1) {
+    len = MIN (len, (uint64_t) l->set->request_size);
+  else if (l->set->zero_max)
+    len = MIN (len, l->set->zero_max);
+  if (lane_zero (l, op, NULL, e->offset, len) == -1) {
     lane_put_zero_op (l, op);
     return -1;
   }
@@ -224,11 +189,11 @@ static int
 lane_issue_read (struct lane *l, struct extent *e)
 {
   struct job *job = l->job;
-  uint32_t len = MIN (e->length, (uint64_t) job->request_size);
+  uint32_t len = MIN (e->length, (uint64_t) l->set->request_size);
   struct buffer *b;
   int index;
 
-  if (l->queued_bytes > 0 && l->queued_bytes + len > job->queue_size)
+  if (l->queued_bytes > 0 && l->queued_bytes + len > l->set->queue_size)
     return 1;
   index = pool_get (&l->pool);
   if (index < 0)
@@ -237,23 +202,23 @@ lane_issue_read (struct lane *l, struct extent *e)
   b->offset = e->offset;
   b->len = len;
   b->pending = 0;
-  b->read = (struct op){
-    .lane = l,
-    .buf = b,
-    .kind = OP_READ,
-    .offset = e->offset,
-    .length = len,
-  };
+  lane_prepare_op (l, &b->read, OP_READ, b, e->offset, len);
   if (job->src->ops->read (l->src, pool_data (&l->pool, index), len, e->offset,
                            &b->read)
       == -1) {
-    job_fail (job, "source", "read", e->offset, len, error_get ());
+    job_fail (job, op_side (OP_READ), op_what (OP_READ), e->offset, len,
+              error_get ());
     pool_put (&l->pool, index);
     return -1;
   }
   l->queued_bytes += len;
   lane_sent (l, &b->read);
   lane_advance (l, e, len);
+  /* A stream read finishes inside the call: once one has met the end of
+     the stream, nothing more may be read (the rest is done when its
+     completion is taken off the done queue). */
+  if (b->read.eof)
+    l->eof = true;
   return 0;
 }
 
@@ -296,40 +261,36 @@ static void
 lane_write_buffer (struct lane *l, struct buffer *b)
 {
   struct job *job = l->job;
-  const struct options *opts = job->opts;
+  const struct settings *set = l->set;
   struct endpoint *dst = job->dst;
   struct run runs[RUNS_PER_BUFFER];
   const char *data = pool_data (&l->pool, b->index);
   /* Zero detection only pays when zeroes can be sent as zero requests
      or skipped; otherwise the zeroes are written as they are. */
-  size_t block = dst->caps.can_zero || opts->destination_is_zero
-                     ? (size_t) opts->sparse_size
-                     : 0;
+  size_t block
+      = dst->caps.can_zero || set->destination_is_zero ? set->sparse_size : 0;
   size_t n = sparse_runs (data, b->len, block, runs, RUNS_PER_BUFFER);
 
   for (size_t i = 0; i < n && !job_stopped (job); i++) {
     struct op *op = &b->runs[i];
     uint64_t offset = b->offset + runs[i].offset;
 
-    *op = (struct op){ .lane = l, .buf = b };
-    if (runs[i].zero && opts->destination_is_zero) {
+    if (runs[i].zero && set->destination_is_zero) {
       l->stats.skipped_bytes += runs[i].length;
-      count_done (l, offset, runs[i].length);
+      job_count_done (job, offset, runs[i].length);
       continue;
     }
     if (runs[i].zero) {
-      if (lane_zero (l, op, offset, runs[i].length) == -1)
+      if (lane_zero (l, op, b, offset, runs[i].length) == -1)
         break;
     }
     else {
-      op->kind = OP_WRITE;
-      op->offset = offset;
-      op->length = runs[i].length;
+      lane_prepare_op (l, op, OP_WRITE, b, offset, runs[i].length);
       if (dst->ops->write (l->dst, data + runs[i].offset, runs[i].length,
                            offset, op)
           == -1) {
-        job_fail (job, "destination", "write", offset, runs[i].length,
-                  error_get ());
+        job_fail (job, op_side (OP_WRITE), op_what (OP_WRITE), offset,
+                  runs[i].length, error_get ());
         break;
       }
       lane_sent (l, op);
@@ -340,22 +301,36 @@ lane_write_buffer (struct lane *l, struct buffer *b)
     buffer_release (l, b);
 }
 
+/* A read of a stream source met the stream's end after OP->got bytes:
+ * the buffer holds less, and nothing comes after it.
+ */
+static void
+lane_stream_ended (struct lane *l, struct op *op)
+{
+  struct buffer *b = op->buf;
+
+  l->queued_bytes -= b->len - op->got;
+  b->len = op->got;
+  op->length = op->got;
+  l->eof = true;
+  /* This is the size of the copy. */
+  l->next_extent = l->extents.len;
+  l->no_more_segments = true;
+  atomic_store (&l->job->size, op->offset + op->length);
+}
+
 void
 lane_op_done (struct lane *l, struct op *op)
 {
   struct job *job = l->job;
-  bool src_side = op->kind == OP_READ || op->kind == OP_EXTENTS;
-  static const char *names[] = {
-    [OP_READ] = "read",   [OP_WRITE] = "write",
-    [OP_ZERO] = "zero",   [OP_EXTENTS] = "extents (block status)",
-    [OP_FLUSH] = "flush",
-  };
 
   l->inflight--;
   op->in_flight = false;
+  if (op->eof)
+    lane_stream_ended (l, op);
   if (op->err)
-    job_fail_code (job, src_side ? "source" : "destination", names[op->kind],
-                   op->offset, op->length, strerror (op->err), op->err);
+    job_fail_code (job, op_side (op->kind), op_what (op->kind), op->offset,
+                   op->length, strerror (op->err), op->err);
 
   switch (op->kind) {
   case OP_EXTENTS:
@@ -363,15 +338,9 @@ lane_op_done (struct lane *l, struct op *op)
     /* A server that answered nothing for the range gets it read. */
     if (!op->err && l->extents.len == 0)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
-    extent_list_align (&l->extents, job->block);
+    extent_list_align (&l->extents, l->set->block);
     break;
   case OP_READ:
-    if (l->eof) {
-      /* The stream ended here: this is the size of the copy. */
-      l->next_extent = l->extents.len;
-      l->no_more_segments = true;
-      atomic_store (&job->size, op->offset + op->length);
-    }
     if (op->err || job_stopped (job) || op->length == 0)
       buffer_release (l, op->buf);
     else
@@ -384,7 +353,7 @@ lane_op_done (struct lane *l, struct op *op)
         l->stats.data_bytes += op->length;
       else
         l->stats.zero_bytes += op->length;
-      count_done (l, op->offset, op->length);
+      job_count_done (job, op->offset, op->length);
     }
     if (!op->buf)
       lane_put_zero_op (l, op);
@@ -392,9 +361,8 @@ lane_op_done (struct lane *l, struct op *op)
       buffer_release (l, op->buf);
     break;
   case OP_FLUSH:
-    if (job->opts->verbose && !op->err)
-      fprintf (stderr, "nbdcp: destination connection %u flushed\n",
-               l->index + 1);
+    if (!op->err)
+      note (l->set->verbose, "destination connection %u flushed", l->index + 1);
     l->state = LANE_DONE;
     break;
   }
@@ -414,27 +382,14 @@ lane_check_finished (struct lane *l)
     l->state = LANE_DONE;
     return;
   }
-  l->flush_op = (struct op){ .lane = l, .kind = OP_FLUSH };
+  lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
   if (job->dst->ops->flush (l->dst, &l->flush_op) == -1) {
-    job_fail (job, "destination", "flush", 0, 0, error_get ());
+    job_fail (job, op_side (OP_FLUSH), op_what (OP_FLUSH), 0, 0, error_get ());
     l->state = LANE_DONE;
     return;
   }
   lane_sent (l, &l->flush_op);
   l->state = LANE_FLUSHING;
-}
-
-const char *
-op_name (const struct op *op)
-{
-  static const char *names[] = {
-    [OP_READ] = "source read",
-    [OP_WRITE] = "destination write",
-    [OP_ZERO] = "destination zero",
-    [OP_EXTENTS] = "source extents (block status)",
-    [OP_FLUSH] = "destination flush",
-  };
-  return names[op->kind];
 }
 
 const struct op *
@@ -454,41 +409,46 @@ lane_oldest_op (const struct lane *l)
     for (unsigned j = 0; j < RUNS_PER_BUFFER; j++)
       CONSIDER (&l->buffers[i].runs[j]);
   }
-  for (unsigned i = 0; i < l->job->opts->requests; i++)
+  for (unsigned i = 0; i < l->set->requests; i++)
     CONSIDER (&l->zero_ops[i]);
 #undef CONSIDER
   return oldest;
 }
 
 int
-lane_init (struct lane *l, unsigned index, struct job *job, struct conn *src,
-           struct conn *dst)
+lane_init (struct lane *l, unsigned index, struct job *job,
+           struct op_queue *done, struct conn *src, struct conn *dst)
 {
-  const struct options *opts = job->opts;
-  unsigned nbuffers = opts->requests;
+  const struct settings *set = job->set;
+  unsigned nbuffers = set->requests;
 
   /* No point in more buffers than the byte budget can keep busy. */
-  if (job->queue_size / job->request_size < nbuffers)
-    nbuffers = MAX (job->queue_size / job->request_size, (uint64_t) 1);
+  if (set->queue_size / set->request_size < nbuffers)
+    nbuffers = MAX (set->queue_size / set->request_size, (uint64_t) 1);
 
-  *l = (struct lane){ .index = index, .job = job, .src = src, .dst = dst };
+  *l = (struct lane){
+    .index = index,
+    .job = job,
+    .set = set,
+    .done = done,
+    .src = src,
+    .dst = dst,
+  };
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;
-  if (pool_init (&l->pool, nbuffers, job->request_size) == -1)
+  if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
     return -1;
   l->buffers = calloc (nbuffers, sizeof *l->buffers);
-  l->zero_ops = calloc (opts->requests, sizeof *l->zero_ops);
-  l->free_zero_ops = calloc (opts->requests, sizeof *l->free_zero_ops);
+  l->zero_ops = calloc (set->requests, sizeof *l->zero_ops);
+  l->free_zero_ops = calloc (set->requests, sizeof *l->free_zero_ops);
   if (!l->buffers || !l->zero_ops || !l->free_zero_ops) {
     error_set ("out of memory");
     return -1;
   }
   for (unsigned i = 0; i < nbuffers; i++)
     l->buffers[i].index = i;
-  for (unsigned i = 0; i < opts->requests; i++) {
-    l->zero_ops[i].lane = l;
+  for (unsigned i = 0; i < set->requests; i++)
     lane_put_zero_op (l, &l->zero_ops[i]);
-  }
   return 0;
 }
 

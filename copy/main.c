@@ -26,27 +26,8 @@
 #include "minmax.h"
 #include "options.h"
 #include "progress.h"
+#include "settings.h"
 #include "stats.h"
-
-/* The zero-detection block when -S is not given. */
-#define DEFAULT_SPARSE_SIZE 4096
-
-static void verbose (const struct options *opts, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
-
-static void
-verbose (const struct options *opts, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (!opts->verbose)
-    return;
-  fprintf (stderr, "nbdcp: ");
-  va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
-  va_end (ap);
-  fputc ('\n', stderr);
-}
 
 static void
 describe (const struct options *opts, const struct endpoint *ep)
@@ -57,16 +38,16 @@ describe (const struct options *opts, const struct endpoint *ep)
     snprintf (size, sizeof size, "unknown size, a stream");
   else
     human_size_format (ep->size, size, sizeof size);
-  verbose (opts,
-           "%s %s (%s): %" PRIi64 " bytes (%s), %u connection%s, "
-           "multi-conn %s, zero %s, flush %s, extents %s, "
-           "block size min %" PRIu32 " preferred %" PRIu32 " max %" PRIu32,
-           ep->side, ep->spec, ep->ops->kind, ep->size, size, ep->nconns,
-           ep->nconns == 1 ? "" : "s",
-           ep->caps.multi_conn ? "advertised" : "not advertised",
-           ep->caps.can_zero ? "yes" : "no", ep->caps.can_flush ? "yes" : "no",
-           ep->caps.can_extents ? "yes" : "no", endpoint_min_block (ep),
-           ep->caps.preferred_block, ep->caps.max_request);
+  note (opts->verbose,
+        "%s %s (%s): %" PRIi64 " bytes (%s), %u connection%s, "
+        "multi-conn %s, zero %s, flush %s, extents %s, "
+        "block size min %" PRIu32 " preferred %" PRIu32 " max %" PRIu32,
+        ep->side, ep->spec, ep->ops->kind, ep->size, size, ep->nconns,
+        ep->nconns == 1 ? "" : "s",
+        ep->caps.multi_conn ? "advertised" : "not advertised",
+        ep->caps.can_zero ? "yes" : "no", ep->caps.can_flush ? "yes" : "no",
+        ep->caps.can_extents ? "yes" : "no", endpoint_min_block (ep),
+        ep->caps.preferred_block, ep->caps.max_request);
 }
 
 /* Set by SIGINT/SIGTERM/SIGHUP while copying; the engine polls it. */
@@ -98,99 +79,6 @@ now (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Largest power of 2 not above N (N >= 1). */
-static uint32_t
-round_down_pow2 (uint32_t n)
-{
-  uint32_t p = 1;
-  while (p <= n / 2)
-    p *= 2;
-  return p;
-}
-
-/* Fit the request, queue and zero-detection sizes to the endpoints and
- * their block-size constraints (minimum, preferred, maximum; all powers
- * of 2 but the maximum).  Every request is then a multiple of both
- * sides' minimum block in offset and length: reads and writes come in
- * request_size pieces of extents fitted to it (extent_list_align), and
- * zero detection works in blocks that are multiples of it.  Fails,
- * before anything is written, when no request size can satisfy both
- * sides.
- */
-static int
-settle_sizes (struct options *opts, const struct endpoint *src,
-              const struct endpoint *dst)
-{
-  uint32_t block = MAX (endpoint_min_block (src), endpoint_min_block (dst));
-  uint32_t limit = MAX_REQUEST_SIZE;
-  uint32_t preferred
-      = MAX (src->caps.preferred_block, dst->caps.preferred_block);
-
-  if (src->caps.max_request)
-    limit = MIN (limit, src->caps.max_request);
-  if (dst->caps.max_request)
-    limit = MIN (limit, dst->caps.max_request);
-  limit = round_down_pow2 (limit);
-  if (limit < block) {
-    error_set ("the servers' block sizes do not fit together: requests must "
-               "be multiples of %" PRIu32 " bytes but at most %" PRIu32,
-               block, limit);
-    return -1;
-  }
-  if (opts->request_size_set && opts->request_size < block) {
-    error_set ("--request-size %" PRIu32 " is smaller than the %s's minimum "
-               "block size, %" PRIu32 " bytes",
-               opts->request_size,
-               endpoint_min_block (src) == block ? "source" : "destination",
-               block);
-    return -1;
-  }
-  /* The servers' preferred size, where larger than the default: smaller
-     requests would make them read-modify-write. */
-  if (!opts->request_size_set && preferred > opts->request_size
-      && IS_POWER_OF_2 (preferred)) {
-    verbose (opts,
-             "request size raised from %" PRIu32 " to %" PRIu32
-             " (the servers' preferred block size)",
-             opts->request_size, MIN (preferred, limit));
-    opts->request_size = MIN (preferred, limit);
-  }
-  if (opts->request_size > limit) {
-    verbose (opts,
-             "request size lowered from %" PRIu32 " to %" PRIu32
-             " (the servers' maximum)",
-             opts->request_size, limit);
-    opts->request_size = limit;
-  }
-  opts->request_size = MAX (opts->request_size, block);
-  if (opts->queue_size == 0)
-    opts->queue_size = (uint64_t) opts->requests * opts->request_size;
-
-  /* --allocated writes data extents whole, as nbdcopy does: zero blocks
-     inside data are data. */
-  if (opts->allocated) {
-    if (opts->sparse_size > 0)
-      verbose (opts, "-S is ignored with --allocated");
-    opts->sparse_size = 0;
-  }
-  if (opts->sparse_size < 0) {
-    uint32_t dst_preferred = dst->caps.preferred_block;
-    opts->sparse_size = DEFAULT_SPARSE_SIZE;
-    if (dst_preferred > DEFAULT_SPARSE_SIZE && dst_preferred <= MAX_REQUEST_SIZE
-        && dst_preferred % 512 == 0)
-      opts->sparse_size = dst_preferred;
-  }
-  if (opts->sparse_size > 0 && opts->sparse_size % block != 0) {
-    int64_t raised = (opts->sparse_size + block - 1) / block * block;
-    verbose (opts,
-             "zero-detection block raised from %" PRIi64 " to %" PRIi64
-             " (the minimum block size)",
-             opts->sparse_size, raised);
-    opts->sparse_size = raised;
-  }
-  return 0;
 }
 
 /* Refuse copies that cannot work, before anything is written. */
@@ -272,6 +160,7 @@ int
 main (int argc, char **argv)
 {
   struct options opts;
+  struct settings set;
   struct endpoint *src = NULL, *dst = NULL;
   struct copy_stats stats;
   struct progress progress;
@@ -307,40 +196,25 @@ main (int argc, char **argv)
   if (check_endpoints (src, dst) == -1)
     goto fail;
 
-  if (settle_sizes (&opts, src, dst) == -1)
+  if (settings_compute (&set, &opts, src, dst) == -1)
     goto fail;
-  /* A destination known to read as zero needs no zeroing, unless it
-     must end up allocated. */
-  if (dst->caps.starts_zero && !opts.allocated && !opts.destination_is_zero) {
-    verbose (&opts, "destination starts as zeroes: it will not be zeroed");
-    opts.destination_is_zero = true;
-  }
-  /* nbdcopy's meaning: the destination ends up allocated even if it
-     read as zero already, so its holes are still zeroed (NO_HOLE). */
-  if (opts.allocated && opts.destination_is_zero) {
-    verbose (&opts, "--destination-is-zero is ignored with --allocated: "
-                    "holes are still written to allocate them");
-    opts.destination_is_zero = false;
-  }
-  unsigned lanes = MIN (src->nconns, dst->nconns);
-  unsigned threads = MIN (opts.threads, lanes);
   char what[64] = "until the source stream ends";
   if (src->size >= 0)
     snprintf (what, sizeof what, "%" PRIi64 " bytes", src->size);
-  verbose (&opts,
-           "copying %s: %u lane%s on %u thread%s, "
-           "%u requests of %" PRIu32 " bytes, queue %" PRIu64
-           " bytes, sparse %" PRIi64 ", extents %s%s%s",
-           what, lanes, lanes == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
-           opts.requests, opts.request_size, opts.queue_size, opts.sparse_size,
-           opts.extents ? "on" : "off",
-           opts.destination_is_zero ? ", destination is zero" : "",
-           opts.allocated ? ", allocated" : "");
+  note (set.verbose,
+        "copying %s: %u lane%s on %u thread%s, "
+        "%u requests of %" PRIu32 " bytes, queue %" PRIu64
+        " bytes, sparse %" PRIu32 ", extents %s%s%s",
+        what, set.lanes, set.lanes == 1 ? "" : "s", set.threads,
+        set.threads == 1 ? "" : "s", set.requests, set.request_size,
+        set.queue_size, set.sparse_size, set.extents ? "on" : "off",
+        set.destination_is_zero ? ", destination is zero" : "",
+        set.allocated ? ", allocated" : "");
 
   progress_init (&progress, opts.progress, opts.progress_fd);
   double start = now ();
   catch_signals (true);
-  r = engine_run (&opts, src, dst,
+  r = engine_run (&set, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
                   progress_update, &progress, &interrupted, &stats);
   catch_signals (false);
@@ -362,14 +236,14 @@ main (int argc, char **argv)
   if (src->size < 0 && dst->ops->set_size
       && dst->ops->set_size (dst, stats.total_bytes) == -1)
     goto fail;
-  verbose (&opts,
-           "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64
-           " skipped, %" PRIu64 " of source never read, %" PRIu64
-           " requests; %u destination connection%s %s",
-           stats.data_bytes, stats.zero_bytes, stats.skipped_bytes,
-           stats.hole_bytes, stats.requests, stats.lanes,
-           stats.lanes == 1 ? "" : "s",
-           dst->caps.can_flush ? "flushed" : "used (no flush support)");
+  note (opts.verbose,
+        "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64
+        " skipped, %" PRIu64 " of source never read, %" PRIu64
+        " requests; %u destination connection%s %s",
+        stats.data_bytes, stats.zero_bytes, stats.skipped_bytes,
+        stats.hole_bytes, stats.requests, stats.lanes,
+        stats.lanes == 1 ? "" : "s",
+        dst->caps.can_flush ? "flushed" : "used (no flush support)");
   status = EXIT_SUCCESS;
   goto out;
 

@@ -69,23 +69,10 @@ null_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
 }
 
 static int
-null_extents (struct conn *c, uint64_t len, uint64_t offset,
-              struct extent_list *list, struct op *op)
-{
-  error_set ("null: has no extents");
-  return -1;
-}
-
-static int
 null_flush (struct conn *c, struct op *op)
 {
   op_complete (op, 0);
   return 0;
-}
-
-static void
-null_arm (struct conn *c, struct io_uring *ring)
-{
 }
 
 static void
@@ -101,8 +88,6 @@ const struct endpoint_ops null_endpoint_ops = {
   .read = null_read,
   .write = null_write,
   .zero = null_zero,
-  .extents = null_extents,
   .flush = null_flush,
-  .arm = null_arm,
   .close = null_close,
 };

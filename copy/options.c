@@ -317,7 +317,6 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     .request_size = 1024 * 1024,
     .queue_size = 0,
     .sparse_size = -1,
-    .flush = true,
     .extents = true,
     .progress_fd = -1,
   };
@@ -345,7 +344,8 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
       opts->direct = true;
       break;
     case FLUSH_OPTION:
-      opts->flush = true;
+      /* nbdcp always flushes every destination connection at the end;
+         the option is accepted so that nbdcopy command lines work. */
       break;
     case NO_EXTENTS_OPTION:
       opts->extents = false;

@@ -24,7 +24,6 @@ struct options {
                                -1 = default (see main.c) */
   bool allocated;           /* --allocated */
   bool destination_is_zero; /* --destination-is-zero, --target-is-zero */
-  bool flush;               /* --flush (always on; kept for scripts) */
   bool extents;             /* false with --no-extents */
   bool synchronous;         /* --synchronous */
   bool direct;              /* --direct: O_DIRECT for local files */

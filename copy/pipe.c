@@ -148,23 +148,10 @@ pipe_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
 }
 
 static int
-pipe_extents (struct conn *c, uint64_t len, uint64_t offset,
-              struct extent_list *list, struct op *op)
-{
-  error_set ("a stream has no extents");
-  return -1;
-}
-
-static int
 pipe_flush (struct conn *c, struct op *op)
 {
   op_complete (op, 0);
   return 0;
-}
-
-static void
-pipe_arm (struct conn *c, struct io_uring *ring)
-{
 }
 
 static void
@@ -183,8 +170,6 @@ const struct endpoint_ops pipe_endpoint_ops = {
   .read = pipe_read,
   .write = pipe_write,
   .zero = pipe_zero,
-  .extents = pipe_extents,
   .flush = pipe_flush,
-  .arm = pipe_arm,
   .close = pipe_close,
 };

@@ -56,6 +56,16 @@ print_json (const struct copy_stats *s, const struct stats_context *ctx)
 }
 
 void
+stats_add (struct copy_stats *sum, const struct copy_stats *s)
+{
+  sum->data_bytes += s->data_bytes;
+  sum->zero_bytes += s->zero_bytes;
+  sum->skipped_bytes += s->skipped_bytes;
+  sum->hole_bytes += s->hole_bytes;
+  sum->requests += s->requests;
+}
+
+void
 stats_print (const struct copy_stats *s, const struct stats_context *ctx,
              bool json)
 {

@@ -1,10 +1,26 @@
-/* The --stats summary printed when a copy ends, as text or JSON. */
+/* What a copy did, counted by the lanes and added up at the end, and
+ * the --stats summary of it, as text or JSON.
+ */
 #ifndef NBDCP_STATS_H
 #define NBDCP_STATS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
-#include "engine.h"
+struct copy_stats {
+  uint64_t total_bytes;   /* the size copied (known at the end) */
+  uint64_t data_bytes;    /* written as data */
+  uint64_t zero_bytes;    /* zeroed on the destination */
+  uint64_t skipped_bytes; /* left alone: the destination reads as zero */
+  uint64_t hole_bytes;    /* of the source, never read (extents) */
+  uint64_t requests;      /* requests issued, both sides */
+  int error;              /* errno of the first failure, or 0 */
+  unsigned lanes;         /* connection pairs used */
+  unsigned workers;
+};
+
+/* Add S's counts (data, zero, skipped, holes, requests) to SUM. */
+void stats_add (struct copy_stats *sum, const struct copy_stats *s);
 
 struct stats_context {
   unsigned src_connections, dst_connections;

@@ -1,0 +1,82 @@
+/* The job as a whole (see job.h): its first failure, and the accounting
+ * that proves a copy complete.
+ */
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "job.h"
+#include "minmax.h"
+
+void
+job_fail_code (struct job *job, const char *side, const char *what,
+               uint64_t offset, uint64_t length, const char *why, int code)
+{
+  pthread_mutex_lock (&job->lock);
+  if (!job->failed)
+    job->error_code = code;
+  if (!job->failed && length == 0) /* flush, or the worker itself */
+    snprintf (job->error, sizeof job->error, "%s %s failed: %s", side, what,
+              why);
+  else if (!job->failed)
+    snprintf (job->error, sizeof job->error,
+              "%s %s at offset %" PRIu64 " length %" PRIu64 " failed: %s", side,
+              what, offset, length, why);
+  job->failed = true;
+  pthread_mutex_unlock (&job->lock);
+  atomic_store (&job->stop, true);
+}
+
+void
+job_fail (struct job *job, const char *side, const char *what, uint64_t offset,
+          uint64_t length, const char *why)
+{
+  job_fail_code (job, side, what, offset, length, why, 0);
+}
+
+void
+job_fail_text (struct job *job, const char *text)
+{
+  pthread_mutex_lock (&job->lock);
+  if (!job->failed)
+    snprintf (job->error, sizeof job->error, "%s", text);
+  job->failed = true;
+  pthread_mutex_unlock (&job->lock);
+  atomic_store (&job->stop, true);
+}
+
+void
+job_count_done (struct job *job, uint64_t offset, uint64_t bytes)
+{
+  atomic_fetch_add_explicit (&job->bytes_done, bytes, memory_order_relaxed);
+  if (job->segment_done)
+    job->segment_done[offset / SEGMENT_SIZE] += bytes;
+}
+
+int
+job_check_accounting (const struct job *job, uint64_t done_bytes)
+{
+  uint64_t size = atomic_load (&job->size);
+
+  for (uint64_t i = 0; job->segment_done && i < job->nsegments; i++) {
+    uint64_t start = i * SEGMENT_SIZE;
+    uint64_t len = MIN (SEGMENT_SIZE, size - start);
+
+    if (job->segment_done[i] != len) {
+      error_set ("internal error: bytes %" PRIu64 " to %" PRIu64
+                 " of the copy were not all written, zeroed or skipped "
+                 "(%" PRIu64 " bytes accounted of %" PRIu64 ")",
+                 start, start + len, job->segment_done[i], len);
+      return -1;
+    }
+  }
+  if (done_bytes != size || atomic_load (&job->bytes_done) != size) {
+    error_set ("internal error: %" PRIu64 " bytes written, zeroed or "
+               "skipped, but the copy is %" PRIu64 " bytes",
+               done_bytes, size);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,79 @@
+/* A lane: one source connection and one destination connection working
+ * through segments of the disk, with its own buffers (see lane.c).  The
+ * worker thread that owns a lane is the only one that touches it.
+ */
+#ifndef NBDCP_LANE_H
+#define NBDCP_LANE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "endpoint.h"
+#include "job.h"
+#include "op.h"
+#include "pool.h"
+#include "stats.h"
+
+/* Extents a lane remembers at once; more are fetched as it goes. */
+#define EXTENTS_PER_LANE 1024
+/* Writes and zeroes one buffer may turn into after zero detection. */
+#define RUNS_PER_BUFFER 32
+
+struct buffer {
+  unsigned index;  /* in the lane's pool */
+  uint64_t offset; /* of the disk */
+  uint32_t len;
+  unsigned pending; /* runs still in flight */
+  struct op read;
+  struct op runs[RUNS_PER_BUFFER];
+};
+
+enum lane_state { LANE_COPYING, LANE_FLUSHING, LANE_DONE };
+
+struct lane {
+  unsigned index; /* for messages */
+  struct job *job;
+  const struct settings *set;
+  struct op_queue *done; /* the owning worker's */
+  struct conn *src, *dst;
+  enum lane_state state;
+
+  struct pool pool;
+  struct buffer *buffers; /* one per pool buffer */
+  uint64_t queued_bytes;  /* in buffers that are in use */
+
+  struct op *zero_ops; /* for zero extents: request slots */
+  struct op **free_zero_ops;
+  unsigned nfree_zero_ops;
+
+  struct op extents_op, flush_op;
+  bool extents_busy;
+  struct extent extent_store[EXTENTS_PER_LANE];
+  struct extent_list extents; /* of [pos, ...) in the current segment */
+  size_t next_extent;
+
+  uint64_t pos; /* next byte to issue */
+  uint64_t segment_end;
+  bool no_more_segments;
+  bool eof; /* a stream source has ended */
+
+  unsigned inflight; /* requests in flight, both sides */
+  struct copy_stats stats;
+};
+
+/* Set up L for JOB on connections SRC and DST; finished requests go on
+ * DONE.  Allocates the lane's buffers: nothing is allocated after.
+ */
+int lane_init (struct lane *l, unsigned index, struct job *job,
+               struct op_queue *done, struct conn *src, struct conn *dst);
+void lane_destroy (struct lane *l);
+/* Issue as much work as buffers and request slots allow. */
+void lane_issue (struct lane *l);
+/* OP, a request of L, finished: act on it. */
+void lane_op_done (struct lane *l, struct op *op);
+/* Once a lane has nothing left to copy, flush it; then it is done. */
+void lane_check_finished (struct lane *l);
+/* The request of L that has waited longest, or NULL. */
+const struct op *lane_oldest_op (const struct lane *l);
+
+#endif

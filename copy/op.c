@@ -1,0 +1,75 @@
+/* Finishing requests (see op.h): the done queue, and the names of
+ * operations for messages.
+ */
+#include <config.h>
+
+#include <stddef.h>
+
+#include "op.h"
+
+static const struct {
+  const char *side, *what;
+} names[] = {
+  [OP_READ] = { "source", "read" },
+  [OP_WRITE] = { "destination", "write" },
+  [OP_ZERO] = { "destination", "zero" },
+  [OP_EXTENTS] = { "source", "extents (block status)" },
+  [OP_FLUSH] = { "destination", "flush" },
+};
+
+const char *
+op_side (enum op_kind kind)
+{
+  return names[kind].side;
+}
+
+const char *
+op_what (enum op_kind kind)
+{
+  return names[kind].what;
+}
+
+struct op_io *
+op_io (struct op *op)
+{
+  return &op->io;
+}
+
+void
+op_complete (struct op *op, int err)
+{
+  struct op_queue *q = op->done;
+
+  op->err = err;
+  op->next = NULL;
+  *q->tail = op;
+  q->tail = &op->next;
+}
+
+void
+op_complete_eof (struct op *op, uint32_t got)
+{
+  op->eof = true;
+  op->got = got;
+  op_complete (op, 0);
+}
+
+void
+op_queue_init (struct op_queue *q)
+{
+  q->head = NULL;
+  q->tail = &q->head;
+}
+
+struct op *
+op_queue_pop (struct op_queue *q)
+{
+  struct op *op = q->head;
+
+  if (op) {
+    q->head = op->next;
+    if (!q->head)
+      q->tail = &q->head;
+  }
+  return op;
+}

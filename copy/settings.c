@@ -1,0 +1,157 @@
+/* Fitting the options to the endpoints (see settings.h): request, queue
+ * and zero-detection sizes against block-size constraints, and the
+ * rules that tie options together (--allocated, a destination that
+ * starts as zeroes).
+ */
+#include <config.h>
+
+#include <inttypes.h>
+
+#include "error.h"
+#include "minmax.h"
+#include "settings.h"
+
+/* The zero-detection block when -S is not given. */
+#define DEFAULT_SPARSE_SIZE 4096
+
+/* Largest power of 2 not above N (N >= 1). */
+static uint32_t
+round_down_pow2 (uint32_t n)
+{
+  uint32_t p = 1;
+  while (p <= n / 2)
+    p *= 2;
+  return p;
+}
+
+/* The request size, against block-size constraints (minimum, preferred,
+ * maximum; all powers of 2 but the maximum).  Every request is then a
+ * multiple of both sides' minimum block in offset and length: reads and
+ * writes come in request_size pieces of extents fitted to it
+ * (extent_list_align).
+ */
+static int
+settle_request_size (struct settings *s, const struct options *opts,
+                     const struct endpoint *src, const struct endpoint *dst)
+{
+  uint32_t limit = MAX_REQUEST_SIZE;
+  uint32_t preferred
+      = MAX (src->caps.preferred_block, dst->caps.preferred_block);
+
+  s->block = MAX (endpoint_min_block (src), endpoint_min_block (dst));
+  if (src->caps.max_request)
+    limit = MIN (limit, src->caps.max_request);
+  if (dst->caps.max_request)
+    limit = MIN (limit, dst->caps.max_request);
+  limit = round_down_pow2 (limit);
+  if (limit < s->block) {
+    error_set ("the servers' block sizes do not fit together: requests must "
+               "be multiples of %" PRIu32 " bytes but at most %" PRIu32,
+               s->block, limit);
+    return -1;
+  }
+  s->request_size = opts->request_size;
+  if (opts->request_size_set && s->request_size < s->block) {
+    error_set ("--request-size %" PRIu32 " is smaller than the %s's minimum "
+               "block size, %" PRIu32 " bytes",
+               s->request_size,
+               endpoint_min_block (src) == s->block ? "source" : "destination",
+               s->block);
+    return -1;
+  }
+  /* The servers' preferred size, where larger than the default: smaller
+     requests would make them read-modify-write. */
+  if (!opts->request_size_set && preferred > s->request_size
+      && IS_POWER_OF_2 (preferred)) {
+    note (s->verbose,
+          "request size raised from %" PRIu32 " to %" PRIu32
+          " (the servers' preferred block size)",
+          s->request_size, MIN (preferred, limit));
+    s->request_size = MIN (preferred, limit);
+  }
+  if (s->request_size > limit) {
+    note (s->verbose,
+          "request size lowered from %" PRIu32 " to %" PRIu32
+          " (the servers' maximum)",
+          s->request_size, limit);
+    s->request_size = limit;
+  }
+  s->request_size = MAX (s->request_size, s->block);
+  /* Zero requests are bounded by the destination's maximum too. */
+  if (dst->caps.max_request)
+    s->zero_max = dst->caps.max_request / s->block * s->block;
+  return 0;
+}
+
+/* Zero detection works in blocks that are a multiple of the minimum
+ * block, so that zero runs are aligned too.
+ */
+static void
+settle_sparse_size (struct settings *s, const struct options *opts,
+                    const struct endpoint *dst)
+{
+  int64_t size = opts->sparse_size;
+
+  /* --allocated writes data extents whole, as nbdcopy does: zero blocks
+     inside data are data. */
+  if (s->allocated) {
+    if (size > 0)
+      note (s->verbose, "-S is ignored with --allocated");
+    s->sparse_size = 0;
+    return;
+  }
+  if (size < 0) {
+    uint32_t preferred = dst->caps.preferred_block;
+    size = DEFAULT_SPARSE_SIZE;
+    if (preferred > DEFAULT_SPARSE_SIZE && preferred <= MAX_REQUEST_SIZE
+        && preferred % 512 == 0)
+      size = preferred;
+  }
+  if (size > 0 && size % s->block != 0) {
+    int64_t raised = (size + s->block - 1) / s->block * s->block;
+    note (s->verbose,
+          "zero-detection block raised from %" PRIi64 " to %" PRIi64
+          " (the minimum block size)",
+          size, raised);
+    size = raised;
+  }
+  s->sparse_size = size;
+}
+
+int
+settings_compute (struct settings *s, const struct options *opts,
+                  const struct endpoint *src, const struct endpoint *dst)
+{
+  *s = (struct settings){
+    .lanes = MIN (src->nconns, dst->nconns),
+    .requests = opts->requests,
+    .extents = opts->extents,
+    .allocated = opts->allocated,
+    .destination_is_zero = opts->destination_is_zero,
+    .verbose = opts->verbose,
+    .timeout_ms = opts->timeout_ms,
+  };
+  s->threads = MIN (opts->threads, s->lanes);
+
+  if (settle_request_size (s, opts, src, dst) == -1)
+    return -1;
+  s->queue_size = opts->queue_size;
+  if (s->queue_size == 0)
+    s->queue_size = (uint64_t) s->requests * s->request_size;
+  settle_sparse_size (s, opts, dst);
+
+  /* A destination known to read as zero needs no zeroing, unless it
+     must end up allocated. */
+  if (dst->caps.starts_zero && !s->allocated && !s->destination_is_zero) {
+    note (s->verbose, "destination starts as zeroes: it will not be zeroed");
+    s->destination_is_zero = true;
+  }
+  /* nbdcopy's meaning: the destination ends up allocated even if it
+     read as zero already, so its holes are still zeroed (NO_HOLE). */
+  if (s->allocated && s->destination_is_zero) {
+    note (s->verbose, "--destination-is-zero is ignored with --allocated: "
+                      "holes are still written to allocate them");
+    s->destination_is_zero = false;
+  }
+  return 0;
+}

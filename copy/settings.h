@@ -1,0 +1,37 @@
+/* What a copy runs with: the command line's options fitted, once and
+ * before anything is written, to what the two endpoints can do.  The
+ * engine reads only this, never the options.
+ */
+#ifndef NBDCP_SETTINGS_H
+#define NBDCP_SETTINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "endpoint.h"
+#include "options.h"
+
+struct settings {
+  unsigned lanes;           /* connection pairs */
+  unsigned threads;         /* worker threads, at most one per lane */
+  unsigned requests;        /* requests in flight per lane and side */
+  uint32_t request_size;    /* bytes per read */
+  uint64_t queue_size;      /* bytes in flight per lane */
+  uint32_t sparse_size;     /* zero-detection block, 0 = off */
+  uint32_t block;           /* every request is a multiple of it */
+  uint64_t zero_max;        /* the longest zero request, 0 = a segment */
+  bool extents;             /* ask the source for holes */
+  bool allocated;           /* zero with NO_HOLE; data written whole */
+  bool destination_is_zero; /* send no zero requests */
+  bool verbose;
+  int64_t timeout_ms; /* --timeout, 0 = none */
+};
+
+/* Fill S from OPTS and the opened endpoints.  Returns -1 after
+ * error_set() when the copy cannot be done as asked (block sizes that
+ * cannot be met), before anything is written.
+ */
+int settings_compute (struct settings *s, const struct options *opts,
+                      const struct endpoint *src, const struct endpoint *dst);
+
+#endif
