@@ -95,8 +95,10 @@ worker_process_done (struct worker *w)
     lane_op_done (op->lane, op);
 }
 
-/* --timeout: fail the copy if a request has had no reply for too long,
- * and have every connection cut off so the copy can end.
+/* --timeout: fail the copy if a connection with requests in flight has
+ * finished none for too long (a request that waits behind others on a
+ * slow but working connection does not count), and have every
+ * connection cut off so the copy can end.
  */
 static void
 worker_check_timeouts (struct worker *w)
@@ -105,10 +107,10 @@ worker_check_timeouts (struct worker *w)
   int64_t now = now_ms (), limit = job->set->timeout_ms;
 
   for (unsigned i = 0; i < w->nlanes; i++) {
-    const struct op *op = lane_oldest_op (w->lanes[i]);
+    const struct op *op = lane_stalled_op (w->lanes[i], now, limit);
     char why[64];
 
-    if (!op || now - op->sent_ms < limit)
+    if (!op)
       continue;
     snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
               limit / 1000.0);

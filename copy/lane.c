@@ -45,9 +45,13 @@ lane_prepare_op (struct lane *l, struct op *op, enum op_kind kind,
 static void
 lane_sent (struct lane *l, struct op *op)
 {
+  int side = !op_on_source (op->kind);
+
   op->in_flight = true;
   op->sent_ms = now_ms ();
   l->inflight++;
+  if (l->activity[side].inflight++ == 0)
+    l->activity[side].progress_ms = op->sent_ms;
   l->stats.requests++;
 }
 
@@ -324,7 +328,11 @@ lane_op_done (struct lane *l, struct op *op)
 {
   struct job *job = l->job;
 
+  int side = !op_on_source (op->kind);
+
   l->inflight--;
+  l->activity[side].inflight--;
+  l->activity[side].progress_ms = now_ms ();
   op->in_flight = false;
   if (op->eof)
     lane_stream_ended (l, op);
@@ -392,14 +400,18 @@ lane_check_finished (struct lane *l)
   l->state = LANE_FLUSHING;
 }
 
-const struct op *
-lane_oldest_op (const struct lane *l)
+/* The oldest request in flight of L on side SIDE (0 source, 1
+ * destination, -1 either), or NULL.
+ */
+static const struct op *
+lane_oldest_on (const struct lane *l, int side)
 {
   const struct op *oldest = NULL;
 
 #define CONSIDER(o)                                                            \
   do {                                                                         \
-    if ((o)->in_flight && (!oldest || (o)->sent_ms < oldest->sent_ms))         \
+    if ((o)->in_flight && (side < 0 || side == !op_on_source ((o)->kind))      \
+        && (!oldest || (o)->sent_ms < oldest->sent_ms))                        \
       oldest = (o);                                                            \
   } while (0)
   CONSIDER (&l->extents_op);
@@ -413,6 +425,22 @@ lane_oldest_op (const struct lane *l)
     CONSIDER (&l->zero_ops[i]);
 #undef CONSIDER
   return oldest;
+}
+
+const struct op *
+lane_oldest_op (const struct lane *l)
+{
+  return lane_oldest_on (l, -1);
+}
+
+const struct op *
+lane_stalled_op (const struct lane *l, int64_t now, int64_t limit_ms)
+{
+  for (int side = 0; side < 2; side++)
+    if (l->activity[side].inflight > 0
+        && now - l->activity[side].progress_ms >= limit_ms)
+      return lane_oldest_on (l, side);
+  return NULL;
 }
 
 int

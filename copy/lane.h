@@ -58,6 +58,13 @@ struct lane {
   bool eof; /* a stream source has ended */
 
   unsigned inflight; /* requests in flight, both sides */
+  /* Per connection, [0] the source's and [1] the destination's: for
+     --timeout, which counts from a connection's last sign of life, not
+     from when a request was sent (it may wait behind others). */
+  struct {
+    unsigned inflight;
+    int64_t progress_ms; /* last completion, or when it became busy */
+  } activity[2];
   struct copy_stats stats;
 };
 
@@ -75,5 +82,10 @@ void lane_op_done (struct lane *l, struct op *op);
 void lane_check_finished (struct lane *l);
 /* The request of L that has waited longest, or NULL. */
 const struct op *lane_oldest_op (const struct lane *l);
+/* The oldest request on a connection of L that has had requests in
+ * flight and finished none for LIMIT_MS or more at NOW, or NULL.
+ */
+const struct op *lane_stalled_op (const struct lane *l, int64_t now,
+                                  int64_t limit_ms);
 
 #endif

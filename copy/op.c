@@ -23,6 +23,12 @@ op_side (enum op_kind kind)
   return names[kind].side;
 }
 
+bool
+op_on_source (enum op_kind kind)
+{
+  return kind == OP_READ || kind == OP_EXTENTS;
+}
+
 const char *
 op_what (enum op_kind kind)
 {

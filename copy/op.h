@@ -41,6 +41,7 @@ struct op {
 
 /* "source" or "destination", and the operation's name. */
 const char *op_side (enum op_kind kind);
+bool op_on_source (enum op_kind kind);
 const char *op_what (enum op_kind kind);
 
 void op_queue_init (struct op_queue *q);

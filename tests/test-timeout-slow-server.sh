@@ -1,0 +1,22 @@
+#!/bin/bash
+# --timeout counts from a connection's last sign of life, not from when
+# a request was sent: on a slow but working server (nbdkit's rate
+# filter) a request may wait behind many others for longer than the
+# timeout, and the copy must still succeed, and be right.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin memory
+requires_nbdkit_filter rate
+requires "$QEMU_IMG"
+
+start_nbdkit src sparse-random size=256M seed=4 percent=100
+# 400 Mbit/s: a 32 MiB write takes about 0.7 s, and the eighth one in
+# the queue waits about 5 s.
+start_nbdkit dst --filter=rate memory size=256M rate=400M
+src=$(uri_of "$tmp/src.sock")
+dst=$(uri_of "$tmp/dst.sock")
+
+run_nbdcp --timeout=3 -C 1 -R 16 --request-size=32M --queue-size=256M \
+  "$src" "$dst" || fail "a slow but working copy timed out"
+"$QEMU_IMG" compare -q -f raw -F raw "$src" "$dst" ||
+  fail "the destination differs from the source"
