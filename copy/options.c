@@ -90,7 +90,7 @@ print_help (void)
           "                           to 32M (default 1M, or the servers'\n"
           "                           preferred block size if larger)\n"
           "      --queue-size=N       bytes in flight per connection\n"
-          "                           (default: requests x request size)\n"
+          "                           (default 16M; 1G over all at most)\n"
           "  -S, --sparse=N           detect zero blocks of N bytes, a "
           "multiple\n"
           "                           of 512; 0 turns it off (default 4096)\n"

@@ -13,6 +13,12 @@
 
 /* The zero-detection block when -S is not given. */
 #define DEFAULT_SPARSE_SIZE 4096
+/* Bytes in flight per lane when --queue-size is not given: nbdcopy's
+   default, which -R x --request-size (16 x 1 MiB) also gives. */
+#define DEFAULT_QUEUE_SIZE ((uint64_t) 16 * 1024 * 1024)
+/* The most buffer memory a copy may have, over all lanes.  A lane
+   always gets one request's worth, whatever this says. */
+#define MAX_TOTAL_QUEUE ((uint64_t) 1024 * 1024 * 1024)
 
 /* Largest power of 2 not above N (N >= 1). */
 static uint32_t
@@ -83,6 +89,28 @@ settle_request_size (struct settings *s, const struct options *opts,
   return 0;
 }
 
+/* Bytes in flight per lane, which is what the lane's buffers take: as
+ * nbdcopy, --queue-size (default 16 MiB) bounds them, not -R x
+ * --request-size, and the whole copy has at most MAX_TOTAL_QUEUE.  A
+ * lane always has room for one request.  The lane allocates
+ * min(-R, queue size / request size) buffers, at least one.
+ */
+static void
+settle_queue_size (struct settings *s, const struct options *opts)
+{
+  uint64_t queue = opts->queue_size ? opts->queue_size : DEFAULT_QUEUE_SIZE;
+
+  if (queue * s->lanes > MAX_TOTAL_QUEUE) {
+    uint64_t lowered = MAX_TOTAL_QUEUE / s->lanes;
+    note (s->verbose,
+          "queue size lowered from %" PRIu64 " to %" PRIu64
+          " bytes per connection (at most %" PRIu64 " in all)",
+          queue, lowered, MAX_TOTAL_QUEUE);
+    queue = lowered;
+  }
+  s->queue_size = MAX (queue, (uint64_t) s->request_size);
+}
+
 /* Zero detection works in blocks that are a multiple of the minimum
  * block, so that zero runs are aligned too.
  */
@@ -135,9 +163,7 @@ settings_compute (struct settings *s, const struct options *opts,
 
   if (settle_request_size (s, opts, src, dst) == -1)
     return -1;
-  s->queue_size = opts->queue_size;
-  if (s->queue_size == 0)
-    s->queue_size = (uint64_t) s->requests * s->request_size;
+  settle_queue_size (s, opts);
   settle_sparse_size (s, opts, dst);
 
   /* A destination known to read as zero needs no zeroing, unless it
