@@ -238,9 +238,17 @@ main (int argc, char **argv)
     goto fail;
 
   settle_sizes (&opts, src, dst);
+  /* A stream cannot skip ahead: every byte, zeroes included, must be
+     written to it in order (as nbdcopy does). */
+  if (dst->caps.stream && opts.destination_is_zero) {
+    verbose (&opts, "--destination-is-zero ignored: the destination is a "
+                    "stream, every byte is written");
+    opts.destination_is_zero = false;
+  }
   /* A destination known to read as zero needs no zeroing, unless it
      must end up allocated. */
-  if (dst->caps.starts_zero && !opts.allocated && !opts.destination_is_zero) {
+  else if (dst->caps.starts_zero && !dst->caps.stream && !opts.allocated
+           && !opts.destination_is_zero) {
     verbose (&opts, "destination starts as zeroes: it will not be zeroed");
     opts.destination_is_zero = true;
   }
@@ -253,9 +261,9 @@ main (int argc, char **argv)
            "copying %s: %u lane%s on %u thread%s, "
            "%u requests of %" PRIu32 " bytes, queue %" PRIu64
            " bytes, sparse %" PRIi64 ", extents %s%s%s",
-           what, lanes, lanes == 1 ? "" : "s", threads,
-           threads == 1 ? "" : "s", opts.requests, opts.request_size,
-           opts.queue_size, opts.sparse_size, opts.extents ? "on" : "off",
+           what, lanes, lanes == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+           opts.requests, opts.request_size, opts.queue_size, opts.sparse_size,
+           opts.extents ? "on" : "off",
            opts.destination_is_zero ? ", destination is zero" : "",
            opts.allocated ? ", allocated" : "");
 

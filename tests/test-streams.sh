@@ -1,5 +1,5 @@
 #!/bin/bash
-# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
+# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; --destination-is-zero into a stream still writes every zero byte; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin file
 requires_nbdkit_plugin data
@@ -92,6 +92,14 @@ cat >"$tmp/dat.expected" <<'EOF'
 0012290
 EOF
 diff -u "$tmp/dat.expected" "$tmp/dat.od" || fail "data disk -> stdout: wrong bytes"
+# A stream cannot skip: --destination-is-zero is ignored for it (said
+# under -v) and the holes still come out as zero bytes.
+run_nbdcp -v --destination-is-zero "$(uri_of "$tmp/dat.sock")" - 2>"$tmp/diz.err" |
+  od -A d -t x1 >"$tmp/diz.od" || { cat "$tmp/diz.err"; fail "--destination-is-zero -> stdout failed"; }
+diff -u "$tmp/dat.expected" "$tmp/diz.od" ||
+  fail "--destination-is-zero -> stdout: wrong bytes"
+grep -q 'destination-is-zero ignored' "$tmp/diz.err" ||
+  fail "--destination-is-zero -> stdout: no -v note that it is ignored"
 # ... and a large sparse-random disk against nbdcopy's output and
 # against nbdcp's own copy to a regular file.
 start_nbdkit sr -r sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
@@ -102,6 +110,8 @@ if command -v nbdcopy >/dev/null 2>&1; then
   run_nbdcp "$sr" - | cmp - <(nbdcopy "$sr" -) ||
     fail "sparse-random -> stdout differs from nbdcopy's"
 fi
+run_nbdcp --destination-is-zero "$sr" - | cmp - "$tmp/sr.file" ||
+  fail "sparse-random --destination-is-zero -> stdout differs from -> file"
 # and the stream back into a self-checking sparse-random of the same seed.
 start_nbdkit srchk sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
 run_nbdcp "$sr" - | run_nbdcp - "$(uri_of "$tmp/srchk.sock")" ||
