@@ -69,27 +69,33 @@ describe (const struct options *opts, const struct endpoint *ep)
            ep->caps.max_request);
 }
 
-/* Set by SIGINT/SIGTERM/SIGHUP while copying; the engine polls it. */
-static volatile sig_atomic_t interrupted;
+/* See endpoint.h. */
+volatile sig_atomic_t interrupt_signal;
 
 static void
 on_signal (int signum)
 {
-  interrupted = signum;
+  interrupt_signal = signum;
 }
 
-/* Until copying starts, a signal simply ends nbdcp (the kernel closes
- * the sockets and subprocess servers die with us); while copying, it
- * stops the copy so that connections are closed properly.
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT only set interrupt_signal, from
+ * before the first endpoint is opened to the end: the handshake and the
+ * engine notice it and stop, and main closes the endpoints, which ends
+ * subprocess servers and removes their sockets.  Dying at once would
+ * leave those behind (a server's socket is not closed by our death if
+ * the server has not accepted it yet).  SIGQUIT, which would dump core,
+ * is treated as SIGTERM for the same reason.  No SA_RESTART: a blocking
+ * call (a poll, opening a FIFO) returns EINTR and sees the flag.
  */
 static void
-catch_signals (bool on)
+catch_signals (void)
 {
-  struct sigaction sa = { .sa_handler = on ? on_signal : SIG_DFL };
+  struct sigaction sa = { .sa_handler = on_signal };
   sigemptyset (&sa.sa_mask);
   sigaction (SIGINT, &sa, NULL);
   sigaction (SIGTERM, &sa, NULL);
   sigaction (SIGHUP, &sa, NULL);
+  sigaction (SIGQUIT, &sa, NULL);
 }
 
 static double
@@ -213,6 +219,7 @@ main (int argc, char **argv)
 
   /* A closed socket must give an error, not kill the process. */
   signal (SIGPIPE, SIG_IGN);
+  catch_signals ();
   if (check_std_fds (&opts) == -1)
     goto fail;
 
@@ -226,9 +233,11 @@ main (int argc, char **argv)
   if (!src)
     goto fail;
   describe (&opts, src);
+  if (interrupt_signal)
+    goto fail;
   dst = endpoint_open (opts.dst, opts.dst_command, true,
                        opts.dst_command ? 1 : opts.connections, &opts);
-  if (!dst)
+  if (!dst || interrupt_signal)
     goto fail;
   if (same_file (src, dst)
       || (dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1))
@@ -269,11 +278,9 @@ main (int argc, char **argv)
 
   progress_init (&progress, opts.progress, opts.progress_fd);
   double start = now ();
-  catch_signals (true);
   r = engine_run (&opts, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
-                  progress_update, &progress, &interrupted, &stats);
-  catch_signals (false);
+                  progress_update, &progress, &interrupt_signal, &stats);
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
@@ -304,10 +311,16 @@ main (int argc, char **argv)
   goto out;
 
 fail:
+  /* Whatever failed because of a signal (a handshake cut short, an
+     interrupted open) says so; the engine's own message says more
+     (what it was waiting for) and is kept. */
+  if (interrupt_signal && !strstr (error_get (), "interrupted by signal"))
+    error_set ("interrupted by signal %d (%s)", (int) interrupt_signal,
+               strsignal (interrupt_signal));
   fprintf (stderr, "nbdcp: %s\n", error_get ());
 out:
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
   /* Interrupted: the shell's convention, 128 + the signal number. */
-  return interrupted ? 128 + interrupted : status;
+  return interrupt_signal ? 128 + interrupt_signal : status;
 }

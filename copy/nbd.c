@@ -37,6 +37,8 @@
 #define FIRST_CONNECT_TIMEOUT_MS (60 * 1000)
 /* How long extra connections may take once the first one works. */
 #define EXTRA_CONNECT_WAIT_MS 2000
+/* Longest a handshake poll sleeps before looking at interrupt_signal. */
+#define SIGNAL_CHECK_MS 100
 /* The least send buffer asked of a Unix socket: one default request. */
 #define SEND_BUFFER_MIN (1024 * 1024)
 
@@ -165,9 +167,12 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
     }
 
     left = deadline - now_ms ();
-    if (left <= 0)
+    if (left <= 0 || interrupt_signal)
       break;
-    if (poll (fds, nfds, left) == -1 && errno != EINTR)
+    /* A signal makes poll return EINTR; one that came just before the
+       poll is seen at the next slice. */
+    if (poll (fds, nfds, MIN (left, (int64_t) SIGNAL_CHECK_MS)) == -1
+        && errno != EINTR)
       break;
 
     for (unsigned k = 0; k < nfds; k++) {
@@ -200,7 +205,7 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
       h[ready++] = hi;
       continue;
     }
-    if (verbose)
+    if (verbose && !interrupt_signal)
       fprintf (stderr,
                "nbdcp: %s: connection %u did not finish its handshake in "
                "time; dropped (the server may limit its clients)\n",
@@ -208,7 +213,16 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
     nbd_close (h[i]);
     h[i] = NULL;
   }
-  if (ready == 0)
+  if (interrupt_signal) {
+    /* main says which signal; the ready ones are of no use now. */
+    for (unsigned i = 0; i < ready; i++) {
+      nbd_close (h[i]);
+      h[i] = NULL;
+    }
+    ready = 0;
+    error_set ("%s: interrupted during the handshake", spec);
+  }
+  else if (ready == 0)
     error_set ("%s: cannot connect: %s", spec,
                first_error[0] ? first_error : "timed out during handshake");
   free (fds);
