@@ -4,6 +4,7 @@
  */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +15,37 @@
 #include "error.h"
 #include "options.h"
 
+/* NBD URIs are recognised as nbdcopy does, by the scheme and its colon
+ * alone: a malformed one ("nbd:host", "nbd:/x") still goes to libnbd,
+ * which says what is wrong with it, rather than becoming a file named
+ * after it.  A file whose name starts that way is written ./nbd:...
+ */
 static bool
 is_nbd_uri (const char *spec)
 {
   static const char *schemes[] = {
-    "nbd://",       "nbds://",       "nbd+unix://", "nbds+unix://",
-    "nbd+vsock://", "nbds+vsock://", NULL,
+    "nbd", "nbds", "nbd+unix", "nbds+unix", "nbd+vsock", "nbds+vsock", NULL,
   };
-  for (const char **s = schemes; *s; s++)
-    if (strncmp (spec, *s, strlen (*s)) == 0)
+  for (const char **s = schemes; *s; s++) {
+    size_t len = strlen (*s);
+    if (strncmp (spec, *s, len) == 0 && spec[len] == ':')
       return true;
+  }
   return false;
+}
+
+/* SCHEME://... with a scheme as RFC 3986 spells it: a URI of a kind
+ * nbdcp does not know (http://, a mistyped ndb://), unless a file of
+ * that name exists.  Any other name with a colon is a file, as with
+ * nbdcopy: disk-2024-01-01T12:00.img, foo:bar.
+ */
+static bool
+is_other_uri (const char *spec)
+{
+  size_t n = strspn (spec, "abcdefghijklmnopqrstuvwxyz"
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+  return n > 0 && isalpha ((unsigned char) spec[0])
+         && strncmp (spec + n, "://", 3) == 0;
 }
 
 /* What kind of local path SPEC is: a stream, a file or device, or an
@@ -87,8 +108,7 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
   }
   else if (is_nbd_uri (spec))
     ops = &nbd_endpoint_ops;
-  else if ((strstr (spec, "://") || (strchr (spec, ':') && !strchr (spec, '/')))
-           && access (spec, F_OK)) {
+  else if (is_other_uri (spec) && access (spec, F_OK) == -1) {
     error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
                "nbd+unix://, nbds+unix://, nbd+vsock://, null: or a file)",
                spec);

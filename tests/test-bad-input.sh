@@ -121,8 +121,10 @@ t 1 '^nbdcp: nbd\+unix:///: .*socket' 'nbd+unix:///' null:
 t 1 '^nbdcp: nbd\+unix://: .*socket' 'nbd+unix://' null:
 t 1 '^nbdcp: nbd://\[::1/: .*unable to parse URI' 'nbd://[::1/' null:
 t 1 '^nbdcp: nbd://local host/: .*unable to parse URI' 'nbd://local host/' null:
-t 1 '^nbdcp: foo:bar: unknown URI scheme' foo:bar null:
-t 1 '^nbdcp: http://x/: (unknown URI scheme|No such file or directory)' http://x/ null:
+t 1 '^nbdcp: foo:bar: No such file or directory$' foo:bar null:
+t 1 '^nbdcp: http://x/: unknown URI scheme' http://x/ null:
+t 1 "^nbdcp: nbd:foo: .*URI must begin with 'nbd://'" nbd:foo null:
+t 1 "^nbdcp: nbds\\+vsock:1: .*URI must begin with 'nbds\\+vsock://'" nbds+vsock:1 null:
 t 1 '^nbdcp: nbd\+unix:///\?socket=.*/nonexistent\.sock: .*No such file or directory$' \
   "nbd+unix:///?socket=$tmp/nonexistent.sock" null:
 t 1 '^nbdcp: nbd://127\.0\.0\.1:1/: .*Connection refused$' nbd://127.0.0.1:1/ null:
