@@ -276,7 +276,7 @@ main (int argc, char **argv)
            opts.destination_is_zero ? ", destination is zero" : "",
            opts.allocated ? ", allocated" : "");
 
-  progress_init (&progress, opts.progress, opts.progress_fd);
+  progress_init (&progress, opts.progress, opts.progress_fd, src->size >= 0);
   double start = now ();
   r = engine_run (&opts, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
