@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -30,6 +31,15 @@
 
 /* The zero-detection block when -S is not given. */
 #define DEFAULT_SPARSE_SIZE 4096
+/* Connections per side that are used at most.  Each lane costs a socket
+   per side and --queue-size bytes of buffers allocated up front (16 MiB
+   by default), and each worker a thread stack and a ring: 1024 lanes
+   meant 16 GiB of buffers and failed where address space is limited,
+   for nothing, since a copy stops getting faster long before. */
+#define MAX_CONNECTIONS 64
+/* Descriptors left for everything but the connections and rings:
+   stdio, files, libnbd's and subprocesses' pipes, --progress=FD. */
+#define SPARE_FDS 32
 
 static void verbose (const struct options *opts, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
@@ -114,6 +124,37 @@ round_down_pow2 (uint32_t n)
   while (p <= n / 2)
     p *= 2;
   return p;
+}
+
+/* Use no more connections than can help, nor than the open-file limit
+ * allows: each lane needs a socket on each side and each worker a ring
+ * descriptor (at most one per lane), so C lanes need 3 x C of them.
+ */
+static void
+limit_connections (struct options *opts)
+{
+  struct rlimit rl;
+
+  if (opts->connections > MAX_CONNECTIONS) {
+    verbose (opts,
+             "-C %u lowered to %u connections per side (more do not make "
+             "the copy faster, and each costs buffers, sockets and a thread)",
+             opts->connections, MAX_CONNECTIONS);
+    opts->connections = MAX_CONNECTIONS;
+  }
+  if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+      && rl.rlim_cur < 3 * (rlim_t) opts->connections + SPARE_FDS) {
+    unsigned fit = rl.rlim_cur > SPARE_FDS + 3
+                       ? (unsigned) ((rl.rlim_cur - SPARE_FDS) / 3)
+                       : 1;
+    verbose (opts,
+             "-C %u lowered to %u connection%s per side to fit the open "
+             "file limit (ulimit -n %llu)",
+             opts->connections, fit, fit == 1 ? "" : "s",
+             (unsigned long long) rl.rlim_cur);
+    opts->connections = fit;
+  }
+  opts->threads = MIN (opts->threads, opts->connections);
 }
 
 /* Fit the request, queue and zero-detection sizes to the endpoints. */
@@ -227,6 +268,7 @@ main (int argc, char **argv)
   if ((!opts.src_command && endpoint_is_stream (opts.src))
       || (!opts.dst_command && endpoint_is_stream (opts.dst)))
     opts.connections = opts.threads = 1;
+  limit_connections (&opts);
 
   src = endpoint_open (opts.src, opts.src_command, false,
                        opts.src_command ? 1 : opts.connections, &opts);
