@@ -137,6 +137,8 @@ struct endpoint {
   const char *spec; /* as the user wrote it */
   const char *side; /* "source" or "destination" */
   char **command;   /* [ CMD ARGS ... ], else NULL */
+  int std_fd;       /* '-' used as a file: the descriptor to use (0 or
+                       1) rather than opening spec again; else -1 */
   int64_t size;     /* -1 if unknown (a stream source) */
   struct endpoint_caps caps;
   unsigned nconns;

@@ -231,15 +231,30 @@ check_std_fds (const struct options *opts)
   return 0;
 }
 
-/* Copying a file onto itself would read what it has just written. */
+/* The local file or device EP is, or NULL (NBD, null:). */
+static const char *
+local_path (const struct endpoint *ep, bool dst)
+{
+  if (ep->ops != &file_endpoint_ops && ep->ops != &pipe_endpoint_ops)
+    return NULL;
+  if (strcmp (ep->spec, "-") == 0) /* stdin or stdout used as a stream */
+    return dst ? "/dev/stdout" : "/dev/stdin";
+  return ep->spec;
+}
+
+/* Copying a file onto itself would read what it has just written (or,
+ * with '>>', append the file to itself).
+ */
 static bool
 same_file (const struct endpoint *src, const struct endpoint *dst)
 {
+  const char *a_path = local_path (src, false),
+             *b_path = local_path (dst, true);
   struct stat a, b;
 
-  if (src->ops != &file_endpoint_ops || dst->ops != &file_endpoint_ops
-      || stat (src->spec, &a) == -1 || stat (dst->spec, &b) == -1
-      || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+  if (!a_path || !b_path || stat (a_path, &a) == -1 || stat (b_path, &b) == -1
+      || !(S_ISREG (a.st_mode) || S_ISBLK (a.st_mode)) || a.st_dev != b.st_dev
+      || a.st_ino != b.st_ino)
     return false;
   error_set ("source and destination are the same file: %s", src->spec);
   return true;

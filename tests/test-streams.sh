@@ -1,5 +1,5 @@
 #!/bin/bash
-# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; --destination-is-zero into a stream still writes every zero byte; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
+# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; stdout and stdin redirected to files are used from where the descriptor is ('>>' appends, '{ echo; nbdcp; echo; } > f' keeps the order); --destination-is-zero into a stream still writes every zero byte; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin file
 requires_nbdkit_plugin data
@@ -75,6 +75,36 @@ grep -Eq "done: $size bytes data, 0 zeroed" "$tmp/null.err" ||
 run_nbdcp "$src" - | cmp - "$tmp/src" || fail "nbd -> stdout (pipe) differs"
 run_nbdcp "$src" - >"$tmp/stdout.file" || fail "nbd -> stdout (file) failed"
 cmp "$tmp/src" "$tmp/stdout.file" || fail "nbd -> stdout (file) differs"
+
+# stdout and stdin redirected to and from files, used from where the
+# descriptor is, as cat would: '>>' appends (nothing before is cut or
+# overwritten), output after other output follows it, and what comes
+# after nbdcp's output follows it; stdin part-read is read from there.
+# The source has holes (zero runs), so both zeroing paths are used.
+printf 'HEADER\n' >"$tmp/app"
+run_nbdcp "$tmp/zeroes" - >>"$tmp/app" || fail "file -> stdout >> file failed"
+run_nbdcp "$src" - >>"$tmp/app" || fail "nbd -> stdout >> file failed"
+cmp "$tmp/app" <(printf 'HEADER\n'; cat "$tmp/zeroes" "$tmp/src") ||
+  fail "'>>': the file is not its old content followed by the copies"
+{ echo before; run_nbdcp "$tmp/zeroes" -; echo after; } >"$tmp/grp1" ||
+  fail "{ echo; nbdcp; echo; } > file failed"
+cmp "$tmp/grp1" <(echo before; cat "$tmp/zeroes"; echo after) ||
+  fail "output before and after nbdcp's in the same file: wrong bytes"
+{ run_nbdcp "$tmp/zeroes" -; echo after; } >"$tmp/grp2" ||
+  fail "{ nbdcp; echo; } > file failed"
+cmp "$tmp/grp2" <(cat "$tmp/zeroes"; echo after) ||
+  fail "output after nbdcp's in the same file: wrong bytes"
+{ dd bs=1000 count=1 of=/dev/null status=none; run_nbdcp - "$tmp/rest"; } <"$tmp/zeroes" ||
+  fail "part-read stdin -> file failed"
+cmp "$tmp/rest" <(tail -c +1001 "$tmp/zeroes") ||
+  fail "part-read stdin -> file: not the rest of the input"
+# A file appended to itself is refused, as cat refuses it.
+cp "$tmp/src" "$tmp/self"
+r=0
+run_nbdcp "$tmp/self" - >>"$tmp/self" 2>"$tmp/self.err" || r=$?
+[ $r -eq 1 ] && grep -q '^nbdcp: source and destination are the same file' "$tmp/self.err" ||
+  { cat "$tmp/self.err"; fail "file >> itself: exit $r, not refused"; }
+cmp "$tmp/self" "$tmp/src" || fail "file >> itself: the file was changed"
 
 # A sparse source to stdout: holes come out as zero bytes, exactly the
 # bytes the server serves.  A small data disk, checked with od ...
