@@ -11,8 +11,19 @@ requires_nbdkit_filter checkwrite
 requires_nbdkit_plugin sparse-random
 requires pgrep
 
+# caught PID SIGNAL: PID has a handler for SIGNAL (/proc's SigCgt mask).
+caught ()
+{
+  local mask num
+  num=$(kill -l "$2")
+  mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+  [ -n "$mask" ] && (( (0x$mask >> (num - 1)) & 1 ))
+}
+
 # interrupt SIGNAL STATUS NBDCP_ARGS...: start nbdcp in the background,
-# send SIGNAL after $after seconds, and expect exit STATUS within 5 s.
+# send SIGNAL $after seconds after nbdcp is ready for it (it catches
+# signals from its start, but on a loaded machine starting can take
+# longer than $after), and expect exit STATUS within 5 s.
 after=0.5
 interrupt ()
 {
@@ -20,6 +31,11 @@ interrupt ()
   shift 2
   "$NBDCP" "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
+  for i in $(seq 1 100); do
+    caught "$pid" "$sig" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
   sleep "$after"
   kill -0 "$pid" 2>/dev/null || {
     cat "$tmp/err" >&2
