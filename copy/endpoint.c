@@ -4,7 +4,9 @@
  */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,17 +16,54 @@
 #include "error.h"
 #include "options.h"
 
+/* NBD URIs are recognised as nbdcopy does, by the scheme and its colon
+ * alone: a malformed one ("nbd:host", "nbd:/x") still goes to libnbd,
+ * which says what is wrong with it, rather than becoming a file named
+ * after it.  A file whose name starts that way is written ./nbd:...
+ */
 static bool
 is_nbd_uri (const char *spec)
 {
   static const char *schemes[] = {
-    "nbd://",       "nbds://",       "nbd+unix://", "nbds+unix://",
-    "nbd+vsock://", "nbds+vsock://", NULL,
+    "nbd", "nbds", "nbd+unix", "nbds+unix", "nbd+vsock", "nbds+vsock", NULL,
   };
-  for (const char **s = schemes; *s; s++)
-    if (strncmp (spec, *s, strlen (*s)) == 0)
+  for (const char **s = schemes; *s; s++) {
+    size_t len = strlen (*s);
+    if (strncmp (spec, *s, len) == 0 && spec[len] == ':')
       return true;
+  }
   return false;
+}
+
+/* SCHEME://... with a scheme as RFC 3986 spells it: a URI of a kind
+ * nbdcp does not know (http://, a mistyped ndb://), unless a file of
+ * that name exists.  Any other name with a colon is a file, as with
+ * nbdcopy: disk-2024-01-01T12:00.img, foo:bar.
+ */
+static bool
+is_other_uri (const char *spec)
+{
+  size_t n = strspn (spec, "abcdefghijklmnopqrstuvwxyz"
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+  return n > 0 && isalpha ((unsigned char) spec[0])
+         && strncmp (spec + n, "://", 3) == 0;
+}
+
+/* Standard input or output redirected from or to a regular file or a
+ * device can be used as that file (positional, parallel, sparse) only
+ * if the copy is to start at its beginning, where '<' and '>' leave it.
+ * Elsewhere ('>>', whose O_APPEND makes every write append whatever its
+ * offset, or a descriptor already part-way through, as in
+ * '{ echo header; nbdcp SRC -; } > f') it is used as a stream: read or
+ * written in order from where it is, as cat would.
+ */
+static bool
+std_fd_at_start (int fd, bool writable)
+{
+  int flags = fcntl (fd, F_GETFL);
+
+  return lseek (fd, 0, SEEK_CUR) == 0 && flags != -1
+         && !(writable && (flags & O_APPEND));
 }
 
 /* What kind of local path SPEC is: a stream, a file or device, or an
@@ -33,11 +72,13 @@ is_nbd_uri (const char *spec)
 static const struct endpoint_ops *
 local_kind (const char *spec, bool writable)
 {
+  int std_fd = writable ? STDOUT_FILENO : STDIN_FILENO;
+  bool is_std = strcmp (spec, "-") == 0;
   struct stat st;
   int r;
 
-  if (strcmp (spec, "-") == 0)
-    r = fstat (writable ? STDOUT_FILENO : STDIN_FILENO, &st);
+  if (is_std)
+    r = fstat (std_fd, &st);
   else
     r = stat (spec, &st);
   if (r == -1) {
@@ -50,7 +91,8 @@ local_kind (const char *spec, bool writable)
     error_set ("%s: is a directory", spec);
     return NULL;
   }
-  if (S_ISREG (st.st_mode) || S_ISBLK (st.st_mode))
+  if ((S_ISREG (st.st_mode) || S_ISBLK (st.st_mode))
+      && (!is_std || std_fd_at_start (std_fd, writable)))
     return &file_endpoint_ops;
   return &pipe_endpoint_ops;
 }
@@ -87,8 +129,7 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
   }
   else if (is_nbd_uri (spec))
     ops = &nbd_endpoint_ops;
-  else if ((strstr (spec, "://") || (strchr (spec, ':') && !strchr (spec, '/')))
-           && access (spec, F_OK)) {
+  else if (is_other_uri (spec) && access (spec, F_OK) == -1) {
     error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
                "nbd+unix://, nbds+unix://, nbd+vsock://, null: or a file)",
                spec);
@@ -106,9 +147,14 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
   ep->spec = spec;
   ep->command = command;
   ep->side = writable ? "destination" : "source";
-  /* stdin or stdout redirected to a file is opened again by name. */
-  if (ops == &file_endpoint_ops && strcmp (spec, "-") == 0)
+  ep->std_fd = -1;
+  /* stdin or stdout redirected from or to a file: that descriptor is
+     used (opening the file again could truncate it, or fail for want
+     of permission); its name is for messages and the same-file check. */
+  if (ops == &file_endpoint_ops && strcmp (spec, "-") == 0) {
     ep->spec = writable ? "/dev/stdout" : "/dev/stdin";
+    ep->std_fd = writable ? STDOUT_FILENO : STDIN_FILENO;
+  }
   if (ops->open (ep, writable, want, opts) == -1) {
     free (ep);
     return NULL;

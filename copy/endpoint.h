@@ -14,6 +14,7 @@
 #ifndef NBDCP_ENDPOINT_H
 #define NBDCP_ENDPOINT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,6 +124,8 @@ struct endpoint {
   const char *spec; /* as the user wrote it */
   const char *side; /* "source" or "destination" */
   char **command;   /* [ CMD ARGS ... ], else NULL */
+  int std_fd;       /* '-' used as a file: the descriptor to use (0 or
+                       1) rather than opening spec again; else -1 */
   int64_t size;     /* -1 if unknown (a stream source) */
   struct endpoint_caps caps;
   unsigned nconns;
@@ -148,6 +151,13 @@ void endpoint_close (struct endpoint *ep, bool clean);
  * character device): such copies run one request at a time, in order.
  */
 bool endpoint_is_stream (const char *spec);
+
+/* The number of the signal that asked nbdcp to stop, or 0; set by
+ * main's handler.  Opening an endpoint can wait a long time (a server
+ * slow to start or to answer its handshake): it gives up when this is
+ * set, so that main can close what was opened and exit.
+ */
+extern volatile sig_atomic_t interrupt_signal;
 
 extern const struct endpoint_ops nbd_endpoint_ops;
 extern const struct endpoint_ops null_endpoint_ops;

@@ -67,6 +67,7 @@ struct file {
   int fd;
   int direct_fd; /* O_DIRECT descriptor, or -1 */
   bool is_device;
+  bool is_std;  /* a duplicate of stdin or stdout ('-') */
   char *zeroes; /* ZERO_CHUNK bytes, for fallbacks */
 };
 
@@ -92,7 +93,13 @@ file_open (struct endpoint *ep, bool writable, unsigned want,
     return -1;
   }
   f->direct_fd = -1;
-  f->fd = open (ep->spec, flags, 0644);
+  if (ep->std_fd >= 0) {
+    /* '-': the descriptor we were given, shared with the shell. */
+    f->fd = fcntl (ep->std_fd, F_DUPFD_CLOEXEC, 3);
+    f->is_std = true;
+  }
+  else
+    f->fd = open (ep->spec, flags, 0644);
   if (f->fd == -1) {
     error_set ("%s: %s", ep->spec, strerror (errno));
     goto fail;
@@ -451,6 +458,12 @@ file_close (struct endpoint *ep, bool clean)
     free (ep->conns[i]);
   if (!f)
     return;
+  /* Positional I/O leaves the shared offset of stdin or stdout where it
+     was (the start); leave it at the end, as reading or writing the
+     file in order would, for whatever uses the descriptor next
+     ('{ nbdcp SRC -; echo more; } > f'). */
+  if (f->is_std && clean && ep->size >= 0)
+    lseek (f->fd, ep->size, SEEK_SET);
   close (f->fd);
   if (f->direct_fd >= 0)
     close (f->direct_fd);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -28,6 +29,16 @@
 #include "progress.h"
 #include "settings.h"
 #include "stats.h"
+
+/* Connections per side that are used at most.  Each lane costs a socket
+   per side and --queue-size bytes of buffers allocated up front (16 MiB
+   by default), and each worker a thread stack and a ring: 1024 lanes
+   meant 16 GiB of buffers and failed where address space is limited,
+   for nothing, since a copy stops getting faster long before. */
+#define MAX_CONNECTIONS 64
+/* Descriptors left for everything but the connections and rings:
+   stdio, files, libnbd's and subprocesses' pipes, --progress=FD. */
+#define SPARE_FDS 32
 
 static void
 describe (const struct options *opts, const struct endpoint *ep)
@@ -50,27 +61,33 @@ describe (const struct options *opts, const struct endpoint *ep)
         ep->caps.preferred_block, ep->caps.max_request);
 }
 
-/* Set by SIGINT/SIGTERM/SIGHUP while copying; the engine polls it. */
-static volatile sig_atomic_t interrupted;
+/* See endpoint.h. */
+volatile sig_atomic_t interrupt_signal;
 
 static void
 on_signal (int signum)
 {
-  interrupted = signum;
+  interrupt_signal = signum;
 }
 
-/* Until copying starts, a signal simply ends nbdcp (the kernel closes
- * the sockets and subprocess servers die with us); while copying, it
- * stops the copy so that connections are closed properly.
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT only set interrupt_signal, from
+ * before the first endpoint is opened to the end: the handshake and the
+ * engine notice it and stop, and main closes the endpoints, which ends
+ * subprocess servers and removes their sockets.  Dying at once would
+ * leave those behind (a server's socket is not closed by our death if
+ * the server has not accepted it yet).  SIGQUIT, which would dump core,
+ * is treated as SIGTERM for the same reason.  No SA_RESTART: a blocking
+ * call (a poll, opening a FIFO) returns EINTR and sees the flag.
  */
 static void
-catch_signals (bool on)
+catch_signals (void)
 {
-  struct sigaction sa = { .sa_handler = on ? on_signal : SIG_DFL };
+  struct sigaction sa = { .sa_handler = on_signal };
   sigemptyset (&sa.sa_mask);
   sigaction (SIGINT, &sa, NULL);
   sigaction (SIGTERM, &sa, NULL);
   sigaction (SIGHUP, &sa, NULL);
+  sigaction (SIGQUIT, &sa, NULL);
 }
 
 static double
@@ -79,6 +96,37 @@ now (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Use no more connections than can help, nor than the open-file limit
+ * allows: each lane needs a socket on each side and each worker a ring
+ * descriptor (at most one per lane), so C lanes need 3 x C of them.
+ */
+static void
+limit_connections (struct options *opts)
+{
+  struct rlimit rl;
+
+  if (opts->connections > MAX_CONNECTIONS) {
+    note (opts->verbose,
+          "-C %u lowered to %u connections per side (more do not make "
+          "the copy faster, and each costs buffers, sockets and a thread)",
+          opts->connections, MAX_CONNECTIONS);
+    opts->connections = MAX_CONNECTIONS;
+  }
+  if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+      && rl.rlim_cur < 3 * (rlim_t) opts->connections + SPARE_FDS) {
+    unsigned fit = rl.rlim_cur > SPARE_FDS + 3
+                       ? (unsigned) ((rl.rlim_cur - SPARE_FDS) / 3)
+                       : 1;
+    note (opts->verbose,
+          "-C %u lowered to %u connection%s per side to fit the open "
+          "file limit (ulimit -n %llu)",
+          opts->connections, fit, fit == 1 ? "" : "s",
+          (unsigned long long) rl.rlim_cur);
+    opts->connections = fit;
+  }
+  opts->threads = MIN (opts->threads, opts->connections);
 }
 
 /* Refuse copies that cannot work, before anything is written. */
@@ -142,15 +190,30 @@ check_std_fds (const struct options *opts)
   return 0;
 }
 
-/* Copying a file onto itself would read what it has just written. */
+/* The local file or device EP is, or NULL (NBD, null:). */
+static const char *
+local_path (const struct endpoint *ep, bool dst)
+{
+  if (ep->ops != &file_endpoint_ops && ep->ops != &pipe_endpoint_ops)
+    return NULL;
+  if (strcmp (ep->spec, "-") == 0) /* stdin or stdout used as a stream */
+    return dst ? "/dev/stdout" : "/dev/stdin";
+  return ep->spec;
+}
+
+/* Copying a file onto itself would read what it has just written (or,
+ * with '>>', append the file to itself).
+ */
 static bool
 same_file (const struct endpoint *src, const struct endpoint *dst)
 {
+  const char *a_path = local_path (src, false),
+             *b_path = local_path (dst, true);
   struct stat a, b;
 
-  if (src->ops != &file_endpoint_ops || dst->ops != &file_endpoint_ops
-      || stat (src->spec, &a) == -1 || stat (dst->spec, &b) == -1
-      || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+  if (!a_path || !b_path || stat (a_path, &a) == -1 || stat (b_path, &b) == -1
+      || !(S_ISREG (a.st_mode) || S_ISBLK (a.st_mode)) || a.st_dev != b.st_dev
+      || a.st_ino != b.st_ino)
     return false;
   error_set ("source and destination are the same file: %s", src->spec);
   return true;
@@ -172,6 +235,7 @@ main (int argc, char **argv)
 
   /* A closed socket must give an error, not kill the process. */
   signal (SIGPIPE, SIG_IGN);
+  catch_signals ();
   if (check_std_fds (&opts) == -1)
     goto fail;
 
@@ -179,15 +243,18 @@ main (int argc, char **argv)
   if ((!opts.src_command && endpoint_is_stream (opts.src))
       || (!opts.dst_command && endpoint_is_stream (opts.dst)))
     opts.connections = opts.threads = 1;
+  limit_connections (&opts);
 
   src = endpoint_open (opts.src, opts.src_command, false,
                        opts.src_command ? 1 : opts.connections, &opts);
   if (!src)
     goto fail;
   describe (&opts, src);
+  if (interrupt_signal)
+    goto fail;
   dst = endpoint_open (opts.dst, opts.dst_command, true,
                        opts.dst_command ? 1 : opts.connections, &opts);
-  if (!dst)
+  if (!dst || interrupt_signal)
     goto fail;
   if (same_file (src, dst)
       || (dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1))
@@ -211,13 +278,11 @@ main (int argc, char **argv)
         set.destination_is_zero ? ", destination is zero" : "",
         set.allocated ? ", allocated" : "");
 
-  progress_init (&progress, opts.progress, opts.progress_fd);
+  progress_init (&progress, opts.progress, opts.progress_fd, src->size >= 0);
   double start = now ();
-  catch_signals (true);
   r = engine_run (&set, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
-                  progress_update, &progress, &interrupted, &stats);
-  catch_signals (false);
+                  progress_update, &progress, &interrupt_signal, &stats);
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
@@ -248,10 +313,16 @@ main (int argc, char **argv)
   goto out;
 
 fail:
+  /* Whatever failed because of a signal (a handshake cut short, an
+     interrupted open) says so; the engine's own message says more
+     (what it was waiting for) and is kept. */
+  if (interrupt_signal && !strstr (error_get (), "interrupted by signal"))
+    error_set ("interrupted by signal %d (%s)", (int) interrupt_signal,
+               strsignal (interrupt_signal));
   fprintf (stderr, "nbdcp: %s\n", error_get ());
 out:
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
   /* Interrupted: the shell's convention, 128 + the signal number. */
-  return interrupted ? 128 + interrupted : status;
+  return interrupt_signal ? 128 + interrupt_signal : status;
 }

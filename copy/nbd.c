@@ -5,7 +5,12 @@
  * server that takes fewer clients than asked (qemu-nbd's default
  * --shared=1) leaves the extra ones waiting in its listen queue forever,
  * so extras that have not finished their handshake a short while after
- * the first one did are dropped and the copy goes on with fewer.
+ * the first one did are dropped and the copy goes on with fewer.  When
+ * the server does not advertise multi-conn and an extra has not even
+ * had the server's greeting, it is sitting in the listen queue of a
+ * server that serves one client at a time: it is dropped almost at
+ * once rather than after the usual wait (a small copy from such a
+ * server would otherwise spend most of its time waiting).
  *
  * During the copy each connection is driven by its worker's io_uring:
  * arm() polls the socket in the direction libnbd wants, and the poll's
@@ -37,6 +42,14 @@
 #define FIRST_CONNECT_TIMEOUT_MS (60 * 1000)
 /* How long extra connections may take once the first one works. */
 #define EXTRA_CONNECT_WAIT_MS 2000
+/* How long, once the first one works, extra connections to a server
+   without multi-conn may take to get the server's greeting: as long as
+   the first one took for its whole handshake (a server that serves
+   them greets them sooner than that), within these bounds. */
+#define EXTRA_GREETING_WAIT_MIN_MS 2
+#define EXTRA_GREETING_WAIT_MAX_MS 50
+/* Longest a handshake poll sleeps before looking at interrupt_signal. */
+#define SIGNAL_CHECK_MS 100
 /* The least send buffer asked of a Unix socket: one default request. */
 #define SEND_BUFFER_MIN (1024 * 1024)
 
@@ -101,6 +114,22 @@ handle_create (const struct endpoint *ep, bool verbose)
   return h;
 }
 
+/* True if H is still connecting or waiting for the server's greeting:
+ * nothing has come from the server yet.  libnbd gives its state only
+ * as a descriptive string ("MAGIC.RECV_MAGIC: ..."); a string not
+ * recognised counts as past the greeting, which only means the usual
+ * wait.
+ */
+static bool
+awaiting_greeting (struct nbd_handle *h)
+{
+  const char *state = nbd_connection_state (h);
+
+  return state
+         && (strncmp (state, "CONNECT", 7) == 0 /* CONNECT, CONNECT_TCP.. */
+             || strncmp (state, "MAGIC.", 6) == 0);
+}
+
 /* Runs the handshakes of H[0..N) until each is ready or has failed, or
  * its time is up.  Entries that did not become ready are closed and set
  * to NULL.  Returns the number that are ready; with none, error_set()
@@ -115,6 +144,9 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
   int64_t start = now_ms ();
   int64_t deadline
       = start + (timeout_ms ? timeout_ms : FIRST_CONNECT_TIMEOUT_MS);
+  /* Set when the first connection is ready and the server does not
+     advertise multi-conn: extras without a greeting by then go. */
+  int64_t greeting_deadline = INT64_MAX;
   unsigned ready = 0;
   bool extra_deadline_set = false;
   char first_error[256] = "";
@@ -127,14 +159,25 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
   }
 
   for (;;) {
-    unsigned nfds = 0, nready = 0;
-    int64_t left;
+    unsigned nfds = 0, nready = 0, ngreeting = 0;
+    int64_t left, t;
 
     for (unsigned i = 0; i < n; i++) {
       if (!h[i])
         continue;
       if (nbd_aio_is_ready (h[i]) == 1) {
         nready++;
+        continue;
+      }
+      if (now_ms () >= greeting_deadline && awaiting_greeting (h[i])) {
+        if (verbose)
+          fprintf (stderr,
+                   "nbdcp: %s: connection %u got no greeting from the "
+                   "server, which does not advertise multi-conn; dropped "
+                   "(the server may take one client at a time)\n",
+                   spec, i + 1);
+        nbd_close (h[i]);
+        h[i] = NULL;
         continue;
       }
       if (nbd_aio_is_connecting (h[i]) != 1) {
@@ -154,20 +197,35 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
       fds[nfds].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0)
                          | ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
       index[nfds++] = i;
+      if (awaiting_greeting (h[i]))
+        ngreeting++;
     }
     if (nfds == 0)
       break;
+    t = now_ms ();
     if (nready > 0 && !extra_deadline_set) {
-      int64_t extra = now_ms () + EXTRA_CONNECT_WAIT_MS;
-      if (extra < deadline)
-        deadline = extra;
+      if (t + EXTRA_CONNECT_WAIT_MS < deadline)
+        deadline = t + EXTRA_CONNECT_WAIT_MS;
       extra_deadline_set = true;
+      for (unsigned i = 0; i < n; i++)
+        if (h[i] && nbd_aio_is_ready (h[i]) == 1) {
+          int64_t wait = MAX (t - start, (int64_t) EXTRA_GREETING_WAIT_MIN_MS);
+          if (nbd_can_multi_conn (h[i]) != 1)
+            greeting_deadline
+                = t + MIN (wait, (int64_t) EXTRA_GREETING_WAIT_MAX_MS);
+          break;
+        }
     }
 
-    left = deadline - now_ms ();
-    if (left <= 0)
+    left = deadline - t;
+    if (ngreeting > 0 && greeting_deadline - t < left)
+      left = MAX (greeting_deadline - t, (int64_t) 0);
+    if (deadline - t <= 0 || interrupt_signal)
       break;
-    if (poll (fds, nfds, left) == -1 && errno != EINTR)
+    /* A signal makes poll return EINTR; one that came just before the
+       poll is seen at the next slice. */
+    if (poll (fds, nfds, MIN (left, (int64_t) SIGNAL_CHECK_MS)) == -1
+        && errno != EINTR)
       break;
 
     for (unsigned k = 0; k < nfds; k++) {
@@ -200,7 +258,7 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
       h[ready++] = hi;
       continue;
     }
-    if (verbose)
+    if (verbose && !interrupt_signal)
       fprintf (stderr,
                "nbdcp: %s: connection %u did not finish its handshake in "
                "time; dropped (the server may limit its clients)\n",
@@ -208,7 +266,16 @@ handshake_all (struct nbd_handle **h, unsigned n, const char *spec,
     nbd_close (h[i]);
     h[i] = NULL;
   }
-  if (ready == 0)
+  if (interrupt_signal) {
+    /* main says which signal; the ready ones are of no use now. */
+    for (unsigned i = 0; i < ready; i++) {
+      nbd_close (h[i]);
+      h[i] = NULL;
+    }
+    ready = 0;
+    error_set ("%s: interrupted during the handshake", spec);
+  }
+  else if (ready == 0)
     error_set ("%s: cannot connect: %s", spec,
                first_error[0] ? first_error : "timed out during handshake");
   free (fds);

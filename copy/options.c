@@ -80,8 +80,11 @@ print_help (void)
           "   with socket activation; options may also follow the operands)\n"
           "\n"
           "Options:\n"
-          "  -C, --connections=N      connections per side (default 4)\n"
-          "  -T, --threads=N          worker threads (default: online CPUs,\n"
+          "  -C, --connections=N      connections per side (default 4, at "
+          "most 64\n"
+          "                           used)\n"
+          "  -T, --threads=N          worker threads (default or 0: online "
+          "CPUs,\n"
           "                           at most the number of connections)\n"
           "  -R, --requests=N         requests in flight per connection "
           "(default 16)\n"
@@ -90,7 +93,8 @@ print_help (void)
           "                           to 32M (default 1M, or the servers'\n"
           "                           preferred block size if larger)\n"
           "      --queue-size=N       bytes in flight per connection\n"
-          "                           (default 16M; 1G over all at most)\n"
+          "                           (default or 0: 16M; 1G over all at\n"
+          "                           most)\n"
           "  -S, --sparse=N           detect zero blocks of N bytes, a "
           "multiple\n"
           "                           of 512; 0 turns it off (default 4096)\n"
@@ -152,17 +156,18 @@ bad (const char *fmt, ...)
   return -1;
 }
 
-/* A count from 1 to MAX for options like -C, -R and -T. */
+/* A count from MIN to MAX for options like -C, -R and -T. */
 static int
-parse_count (const char *name, const char *arg, unsigned max, unsigned *out)
+parse_count (const char *name, const char *arg, unsigned min, unsigned max,
+             unsigned *out)
 {
   char *end;
   long long n;
 
   errno = 0;
   n = strtoll (arg, &end, 10);
-  if (errno || end == arg || *end || n < 1 || n > max)
-    return bad ("%s: '%s' is not a number from 1 to %u", name, arg, max);
+  if (errno || end == arg || *end || n < min || n > max)
+    return bad ("%s: '%s' is not a number from %u to %u", name, arg, min, max);
   *out = n;
   return 0;
 }
@@ -375,15 +380,16 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
         return bad ("--progress: '%s' is not a file descriptor", optarg);
       break;
     case 'C':
-      if (parse_count ("--connections", optarg, 1024, &opts->connections))
+      if (parse_count ("--connections", optarg, 1, 1024, &opts->connections))
         return -1;
       break;
     case 'T':
-      if (parse_count ("--threads", optarg, 1024, &opts->threads))
+      /* 0 is the default, as with nbdcopy. */
+      if (parse_count ("--threads", optarg, 0, 1024, &opts->threads))
         return -1;
       break;
     case 'R':
-      if (parse_count ("--requests", optarg, 1024, &opts->requests))
+      if (parse_count ("--requests", optarg, 1, 1024, &opts->requests))
         return -1;
       break;
     case REQUEST_SIZE_OPTION:
@@ -399,8 +405,11 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     case QUEUE_SIZE_OPTION:
       if (parse_size ("--queue-size", optarg, &size))
         return -1;
-      if (size < MIN_REQUEST_SIZE)
-        return bad ("--queue-size: %s is less than 512", optarg);
+      /* 0 is the default, as with nbdcopy. */
+      if (size != 0 && size < MIN_REQUEST_SIZE)
+        return bad ("--queue-size: %s is neither 0 (the default) nor at "
+                    "least 512",
+                    optarg);
       opts->queue_size = size;
       break;
     case 'S':

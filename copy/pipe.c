@@ -2,6 +2,8 @@
  * and character devices.  Streams cannot seek, so the engine runs copies
  * that involve one strictly in order, one request at a time; every
  * request here finishes inside the call.  Zeroes become real zero bytes.
+ * Standard input or output redirected from or to a file is a stream
+ * too when it is not at the file's start, or is in append mode.
  * A stream source has no size: it is read until it ends.
  */
 #include <config.h>
@@ -12,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "endpoint.h"
@@ -60,6 +63,12 @@ pipe_open (struct endpoint *ep, bool writable, unsigned want,
   ep->nconns = 1; /* one stream, whatever was asked */
   ep->size = writable ? INT64_MAX : -1;
   ep->caps = (struct endpoint_caps){ .stream = true, .can_zero = true };
+  /* A file written as a stream ('>>', see endpoint.c) is flushed at the
+     end like any file; a pipe has nothing to flush. */
+  struct stat st;
+  if (writable && fstat (c->fd, &st) == 0
+      && (S_ISREG (st.st_mode) || S_ISBLK (st.st_mode)))
+    ep->caps.can_flush = true;
   return 0;
 }
 
@@ -150,7 +159,7 @@ pipe_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
 static int
 pipe_flush (struct conn *c, struct op *op)
 {
-  op_complete (op, 0);
+  op_complete (op, fdatasync (c->fd) == -1 ? errno : 0);
   return 0;
 }
 

@@ -1,5 +1,7 @@
 /* Progress reporting: the -p display on stderr and the --progress=FD
- * "N/100" lines that virt-v2v and other programs parse.
+ * "N/100" lines that virt-v2v and other programs parse.  When the size
+ * is not known (a stream source), -p shows the bytes done and the rate
+ * only, and --progress=FD writes 0/100 until the copy ends.
  */
 #ifndef NBDCP_PROGRESS_H
 #define NBDCP_PROGRESS_H
@@ -9,16 +11,19 @@
 
 struct progress {
   bool enabled;
-  int fd;           /* --progress=FD, or -1 for stderr */
-  bool tty;         /* stderr is a terminal: redraw one line */
-  int last_percent; /* last percent written; -1 = none */
-  double start;     /* seconds, monotonic */
-  double rate_time; /* sample used for the rate */
+  bool unknown_size; /* a stream source: no percent, no ETA */
+  int fd;            /* --progress=FD, or -1 for stderr */
+  bool tty;          /* stderr is a terminal: redraw one line */
+  int last_percent;  /* last percent written; -1 = none */
+  double start;      /* seconds, monotonic */
+  double rate_time;  /* sample used for the rate */
   uint64_t rate_bytes;
-  double rate; /* bytes per second, smoothed */
+  double rate;      /* bytes per second, smoothed */
+  double last_line; /* when the last plain line was printed (unknown size) */
 };
 
-void progress_init (struct progress *p, bool enabled, int fd);
+/* SIZE_KNOWN is false for a stream source, whose end is not known. */
+void progress_init (struct progress *p, bool enabled, int fd, bool size_known);
 /* Report DONE of TOTAL bytes; called a few times a second. */
 void progress_update (void *p, uint64_t done, uint64_t total);
 /* The copy is over: end the display (with 100% if it succeeded). */

@@ -166,9 +166,17 @@ settings_compute (struct settings *s, const struct options *opts,
   settle_queue_size (s, opts);
   settle_sparse_size (s, opts, dst);
 
+  /* A stream cannot skip ahead: every byte, zeroes included, must be
+     written to it in order (as nbdcopy does). */
+  if (dst->caps.stream && s->destination_is_zero) {
+    note (s->verbose, "--destination-is-zero ignored: the destination is a "
+                      "stream, every byte is written");
+    s->destination_is_zero = false;
+  }
   /* A destination known to read as zero needs no zeroing, unless it
      must end up allocated. */
-  if (dst->caps.starts_zero && !s->allocated && !s->destination_is_zero) {
+  if (dst->caps.starts_zero && !dst->caps.stream && !s->allocated
+      && !s->destination_is_zero) {
     note (s->verbose, "destination starts as zeroes: it will not be zeroed");
     s->destination_is_zero = true;
   }

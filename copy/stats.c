@@ -15,7 +15,9 @@
 static void
 print_text (const struct copy_stats *s, const struct stats_context *ctx)
 {
-  char a[32], b[32], c[32], d[32], e[32];
+  /* One buffer per figure: the arguments are all formatted before
+     fprintf reads any of them. */
+  char a[32], b[32], c[32], d[32], e[32], f[32];
   double rate = ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0;
 
   fprintf (stderr,
@@ -33,7 +35,7 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            human_size_format (s->data_bytes, c, sizeof c), s->data_bytes,
            human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,
            human_size_format (s->skipped_bytes, e, sizeof e), s->skipped_bytes,
-           human_size_format (s->hole_bytes, a, sizeof a), s->hole_bytes,
+           human_size_format (s->hole_bytes, f, sizeof f), s->hole_bytes,
            s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
            s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Endpoints that cannot work are refused with exit 1 and a clear 'nbdcp: ' message, before any data moves: missing or unopenable files, directories, '- -', bad brackets, the same file twice, unknown schemes, null: as source, a destination too small, a closed stdout.
+# Endpoints that cannot work are refused with exit 1 and a clear 'nbdcp: ' message, before any data moves: missing or unopenable files, directories, '- -', bad brackets, the same file twice, unknown URI schemes (other names with a colon are files), null: as source, a destination too small, a closed stdout.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin file
 requires_nbdkit_plugin memory
@@ -112,18 +112,39 @@ raw_refused '^nbdcp: source and destination are the same file' \
   "$NBDCP" "$tmp/src" - 1<>"$tmp/src"
 intact "same file"
 
-# Unknown schemes (a file of that name is fine, though).
-refused '^nbdcp: foo:bar: unknown URI scheme' "$NBDCP" foo:bar "$out"
-refused '^nbdcp: foo:bar: unknown URI scheme' "$NBDCP" "$tmp/src" foo:bar
-[ ! -e foo:bar ] || fail "foo:bar was created"
+# Unknown URI schemes (SCHEME://) are refused, and nothing is created;
+# an existing file of that name is fine.  Other names with a colon are
+# files, as with nbdcopy; names starting with an NBD scheme and a colon
+# are NBD URIs (libnbd says what is wrong with a malformed one).
+refused '^nbdcp: http://x/y: unknown URI scheme' "$NBDCP" http://x/y "$out"
+refused '^nbdcp: ndb://x/y: unknown URI scheme' "$NBDCP" "$tmp/src" ndb://x/y
+[ ! -e ndb: ] || fail "ndb: was created"
 refused '^nbdcp: nbd://\[bad: .*parse URI' "$NBDCP" 'nbd://[bad' "$out"
+refused "^nbdcp: nbd:x: .*URI must begin with 'nbd://'" "$NBDCP" nbd:x "$out"
+refused "^nbdcp: nbd\+unix:/x: .*URI must begin with 'nbd\+unix://'" \
+  "$NBDCP" "$tmp/src" nbd+unix:/x
+[ ! -e nbd+unix: ] || fail "nbd+unix: was created"
+refused '^nbdcp: foo:bar: No such file or directory$' "$NBDCP" foo:bar "$out"
 intact "unknown scheme"
-# An existing file foo:bar is a file; a new one is written ./foo:bar.
-: >"$tmp/foo:bar"
-(cd "$tmp" && run_nbdcp src foo:bar) || fail "an existing file foo:bar is not usable"
+mkdir "$tmp/http:"
+: >"$tmp/http://x"
+(cd "$tmp" && run_nbdcp src http://x) || fail "an existing file http://x is not usable"
+cmp "$tmp/src" "$tmp/http://x" || fail "copy to the file http://x differs"
+# Names with a colon, new and existing, as destination and source.
+(cd "$tmp" && run_nbdcp src disk-2024-01-01T12:00.img) ||
+  fail "a new file disk-2024-01-01T12:00.img is not usable"
+cmp "$tmp/src" "$tmp/disk-2024-01-01T12:00.img" ||
+  fail "copy to disk-2024-01-01T12:00.img differs"
+(cd "$tmp" && run_nbdcp disk-2024-01-01T12:00.img foo:bar) ||
+  fail "disk-2024-01-01T12:00.img -> foo:bar failed"
 cmp "$tmp/src" "$tmp/foo:bar" || fail "copy to the file foo:bar differs"
-(cd "$tmp" && run_nbdcp foo:bar ./new:file) || fail "./new:file is not usable"
+(cd "$tmp" && run_nbdcp foo:bar null:x && run_nbdcp foo:bar ./new:file) ||
+  fail "null:x or ./new:file is not usable as a file"
+cmp "$tmp/src" "$tmp/null:x" || fail "copy to the file null:x differs"
 cmp "$tmp/src" "$tmp/new:file" || fail "copy to ./new:file differs"
+: >"$tmp/nbd:file"
+(cd "$tmp" && run_nbdcp src ./nbd:file) || fail "./nbd:file is not usable"
+cmp "$tmp/src" "$tmp/nbd:file" || fail "copy to ./nbd:file differs"
 
 # null: as source.
 refused '^nbdcp: null: can only be a destination$' "$NBDCP" null: "$out"

@@ -138,8 +138,9 @@ for mode in sync multi; do
     run_nbdcp -C 4 -S 512 "$(uri_of "$tmp/q$mode-src.sock")" \
       "$(uri_of "$tmp/q$mode.sock")" ||
       fail "compressed qcow2, $mode: nbdcp failed"
-    # qemu-img opens the image itself: qemu-nbd must have closed it.
-    kill "$qemu_pid"
+    # qemu-img opens the image itself: qemu-nbd must have closed it
+    # (it may have ended already, with its last client).
+    kill "$qemu_pid" 2>/dev/null || :
     wait "$qemu_pid" || :
   fi
   "$QEMU_IMG" compare -q -f raw -F qcow2 "$(uri_of "$tmp/q$mode-src.sock")" "$img" ||

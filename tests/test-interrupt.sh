@@ -1,17 +1,29 @@
 #!/bin/bash
-# SIGINT, SIGTERM and SIGHUP during a copy end nbdcp promptly with exit
-# 128+signal and "interrupted by signal", leave no subprocess server
-# behind and leave NBD servers healthy; interrupting a copy stuck on a
-# server that does not answer says which request was waiting; a closed
-# output pipe ends nbdcp quietly with exit 1.
+# SIGINT, SIGTERM, SIGHUP and SIGQUIT during a copy, and before it while
+# a subprocess server starts or handshakes, end nbdcp promptly with exit
+# 128+signal and "interrupted by signal", leave no subprocess server nor
+# socket directory behind and leave NBD servers healthy; interrupting a
+# copy stuck on a server that does not answer says which request was
+# waiting; a closed output pipe ends nbdcp quietly with exit 1.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter delay
 requires_nbdkit_filter checkwrite
 requires_nbdkit_plugin sparse-random
 requires pgrep
 
+# caught PID SIGNAL: PID has a handler for SIGNAL (/proc's SigCgt mask).
+caught ()
+{
+  local mask num
+  num=$(kill -l "$2")
+  mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+  [ -n "$mask" ] && (( (0x$mask >> (num - 1)) & 1 ))
+}
+
 # interrupt SIGNAL STATUS NBDCP_ARGS...: start nbdcp in the background,
-# send SIGNAL after $after seconds, and expect exit STATUS within 5 s.
+# send SIGNAL $after seconds after nbdcp is ready for it (it catches
+# signals from its start, but on a loaded machine starting can take
+# longer than $after), and expect exit STATUS within 5 s.
 after=0.5
 interrupt ()
 {
@@ -19,6 +31,11 @@ interrupt ()
   shift 2
   "$NBDCP" "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
+  for i in $(seq 1 100); do
+    caught "$pid" "$sig" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
   sleep "$after"
   kill -0 "$pid" 2>/dev/null || {
     cat "$tmp/err" >&2
@@ -108,6 +125,52 @@ interrupt TERM 143 -C 1 -R 1 -- "$psrc" \
 if pgrep -af -- "$marker"; then
   fail "subprocess destination still running after nbdcp exited"
 fi
+
+# SIGQUIT is treated as SIGTERM (no core dump, nothing left behind).
+marker="$tmp/subprocess-quit.pid"
+interrupt QUIT 131 -C 1 -R 1 -- \
+  [ "$NBDKIT" --pidfile="$marker" -r --filter=delay sparse-random \
+    size=$size seed=5 percent=100 rdelay=100ms ] "$dst"
+if pgrep -af -- "$marker"; then
+  fail "SIGQUIT: subprocess server still running after nbdcp exited"
+fi
+
+# Signals before the copy starts, while a subprocess server is still
+# starting or answering its handshake: nbdcp ends the server and removes
+# the directory of its socket (the server writes the socket's path, from
+# /proc/net/unix, to sockpath before it starts).
+sockpath='i=$(stat -L -c %i /proc/self/fd/3);
+  awk -v i="$i" "\$7 == i { print \$8 }" /proc/net/unix >"$0"'
+check_left ()
+{
+  local what=$1 dir
+  dir=$(dirname "$(cat "$tmp/sockpath")")
+  case $dir in /*) ;; *) fail "$what: no socket path recorded" ;; esac
+  if pgrep -af -- "$marker"; then
+    fail "$what: subprocess server still running after nbdcp exited"
+  fi
+  [ ! -e "$dir" ] || fail "$what: socket directory $dir left behind"
+}
+for sig in TERM INT QUIT HUP; do
+  case $sig in
+    HUP) status=129 ;; INT) status=130 ;; QUIT) status=131 ;; TERM) status=143 ;;
+  esac
+  # A server slow to start (the shell is the server until it execs) ...
+  marker="$tmp/starting-$sig.marker"
+  rm -f "$tmp/sockpath"
+  interrupt $sig $status -- \
+    [ sh -c "$sockpath; sleep 10; exec nbdkit memory 1G" "$tmp/sockpath" \
+      "$marker" ] null:
+  check_left "SIG$sig while the server starts"
+  # ... and one that is slow to answer the handshake, on the destination
+  # side (the source is connected already).
+  marker="$tmp/handshake-$sig.pid"
+  rm -f "$tmp/sockpath"
+  interrupt $sig $status -- "$psrc" \
+    [ sh -c "$sockpath; exec $NBDKIT --pidfile=$marker --filter=delay \
+      memory $size delay-open=10" "$tmp/sockpath" ]
+  check_left "SIG$sig during the handshake"
+done
 
 # The reader of the output pipe goes away: nbdcp exits 1, no message, no
 # signal (SIGPIPE must not kill it).

@@ -2,6 +2,10 @@
 # Servers that accept fewer clients than nbdcp asks for must not make it
 # hang: nbdkit's limit filter (rejects extra clients) and qemu-nbd's
 # default --shared=1 (leaves them waiting).  -v says what was dropped.
+# A one-client server costs no waiting: a small copy from a default
+# qemu-nbd takes well under the 2 s that extra connections may take;
+# a server that takes several clients without advertising multi-conn
+# keeps them.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter limit
 requires_nbdkit_filter checkwrite
@@ -27,3 +31,38 @@ stop_servers
 start_nbdkit check --filter=checkwrite pattern size=600M
 start_qemu_nbd q2 -f raw -r "$tmp/disk.raw"
 run_nbdcp "$(uri_of "$tmp/q2.sock")" "$(uri_of "$tmp/check.sock")"
+
+# A small qcow2 from a default qemu-nbd (one client, no multi-conn): the
+# extra connections never get the server's greeting and are dropped at
+# once, not after 2 s.  The copy is checked against qemu-img's reading.
+stop_servers
+"$QEMU_IMG" create -q -f qcow2 "$tmp/small.qcow2" 1M
+qemu-io -f qcow2 -c 'write -P 0x55 4096 64k' "$tmp/small.qcow2" >/dev/null
+"$QEMU_IMG" convert -f qcow2 -O raw "$tmp/small.qcow2" "$tmp/small.expected"
+start_qemu_nbd small -f qcow2 "$tmp/small.qcow2"
+t0=$(date +%s%N)
+run_nbdcp -v "$(uri_of "$tmp/small.sock")" "$tmp/small.raw" 2>"$tmp/v3" ||
+  { cat "$tmp/v3"; fail "copy from a default qemu-nbd failed"; }
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "1M qcow2 from a default qemu-nbd: $ms ms"
+cmp "$tmp/small.expected" "$tmp/small.raw" ||
+  fail "copy from a default qemu-nbd differs from qemu-img's reading"
+[ "$ms" -lt 1500 ] ||
+  { cat "$tmp/v3"; fail "copy from a default qemu-nbd took $ms ms (extra connections waited)"; }
+grep -q 'got no greeting.*dropped' "$tmp/v3" ||
+  { cat "$tmp/v3"; fail "-v did not say the ungreeted connections were dropped"; }
+
+# A server that takes several clients but does not advertise multi-conn
+# greets every connection: they are kept.
+if "$NBDKIT" --filter=multi-conn null --dump-plugin >/dev/null 2>&1; then
+  start_nbdkit nomc -r --filter=multi-conn pattern size=64M \
+    multi-conn-mode=disable
+  run_nbdcp -v -C 4 "$(uri_of "$tmp/nomc.sock")" "$tmp/nomc.raw" 2>"$tmp/v4"
+  grep -q 'source .*multi-conn not advertised' "$tmp/v4" ||
+    { cat "$tmp/v4"; fail "the multi-conn filter did not hide multi-conn"; }
+  grep -Eq '^nbdcp: source .*, [234] connections,' "$tmp/v4" ||
+    { grep '^nbdcp' "$tmp/v4"; fail "a multi-client server without multi-conn lost its extra connections"; }
+  "$QEMU_IMG" compare -q -f raw -F raw "$tmp/nomc.raw" \
+    "$(uri_of "$tmp/nomc.sock")" ||
+    fail "copy from the multi-conn-less server differs from what it serves"
+fi

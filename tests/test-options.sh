@@ -1,7 +1,8 @@
 #!/bin/bash
 # The command line: --help, -V, the option lists, nbdcopy's options all
 # accepted, and bad values refused with exit 1, a one-line message and
-# the usage hint (no server needed: parsing happens first).
+# the usage hint (no server needed: parsing happens first); -T 0 and
+# --queue-size=0 mean the default.
 . "${srcdir:-.}/tests/functions.sh"
 
 "$NBDCP" --help | grep -q 'nbdcp \[OPTIONS\] SOURCE DESTINATION'
@@ -33,7 +34,8 @@ bad 'requests.*not a number from 1' -R 0 null: null:
 bad 'requests.*not a number from 1' --requests=-4 null: null:
 bad 'connections.*not a number from 1' -C 0 null: null:
 bad 'connections.*not a number from 1' -C 99999999999999999999 null: null:
-bad 'threads.*not a number from 1' -T x null: null:
+bad 'threads.*not a number from 0' -T x null: null:
+bad 'queue-size.*neither 0 .* nor at least 512' --queue-size=100 null: null:
 bad 'request-size.*power of 2' --request-size=1000 null: null:
 bad 'request-size.*power of 2' --request-size=256 null: null:
 bad 'request-size.*power of 2' --request-size=64M null: null:
@@ -56,6 +58,15 @@ expect_fail 'null: can only be a destination' "$NBDCP" -C 2 -T 1 -R 4 \
   --request-size=64K --queue-size=1M -S 8192 --allocated \
   --destination-is-zero --flush --no-extents --synchronous -p -v \
   --target-is-zero --progress=2 --sparse 0 null: null:
+
+# -T 0 and --queue-size=0 mean the default, as with nbdcopy: a copy
+# with them works (files, so no server) and uses the defaults.
+head -c $((3 * 1024 * 1024 + 5)) /dev/urandom >"$tmp/in"
+"$NBDCP" -v -T 0 --queue-size=0 "$tmp/in" "$tmp/copy" 2>"$tmp/v" ||
+  { cat "$tmp/v"; fail "-T 0 --queue-size=0 was refused or failed"; }
+cmp "$tmp/in" "$tmp/copy" || fail "-T 0 --queue-size=0: the copy differs"
+grep -Eq '^nbdcp: copying .* on [1-9][0-9]* threads?, 16 requests of 1048576 bytes, queue 16777216 bytes' "$tmp/v" ||
+  { grep '^nbdcp' "$tmp/v"; fail "-T 0 --queue-size=0: not the defaults"; }
 
 # Found by fuzzing (fuzz/run.sh): a subprocess source and nothing after.
 bad 'expected SOURCE and DESTINATION, got 1 argument$' -- [ nbdkit memory 1M ]

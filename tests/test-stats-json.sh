@@ -1,9 +1,11 @@
 #!/bin/bash
 # --stats=json is one valid JSON object whose byte counts add up to the
 # disk size (data + zeroed + skipped), with the holes of a known source
-# counted as never read.  --stats prints the text summary.
+# counted as never read.  --stats prints the text summary, each figure
+# matching its byte count.
 . "${srcdir:-.}/tests/functions.sh"
 requires python3
+requires "$QEMU_IMG"
 
 # 512 MiB with two pages of data: everything else is hole.
 start_nbdkit src -r data '@1048576 1 @268435456 2' size=512M
@@ -39,8 +41,27 @@ run_nbdcp --stats=json --destination-is-zero "$src" "$dst" 2>"$tmp/s2"
 check "$tmp/s2" skip || fail "stats do not add up: $(cat "$tmp/s2")"
 
 run_nbdcp --stats "$src" "$dst" 2>"$tmp/s3"
+"$QEMU_IMG" compare -q -f raw -F raw "$src" "$dst" ||
+  fail "--stats copy: the destination differs from the source"
 grep -q '^nbdcp: copied 512.0 MiB in' "$tmp/s3" || fail "no text summary"
 grep -q 'data written' "$tmp/s3" || fail "no data line in the summary"
+# Each figure of the text summary is its own byte count, in human form
+# (the 2 pages of data make "never read" 128 KiB short of the size).
+python3 - "$tmp/s3" <<'PY' || fail "text summary figures wrong: $(cat "$tmp/s3")"
+import re, sys
+units = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+seen = 0
+for line in open(sys.argv[1]):
+    m = re.match(r"  (data written|zeroed|skipped|never read) +([0-9.]+) (\w+) \((\d+) bytes", line)
+    if not m:
+        continue
+    seen += 1
+    shown, exact = float(m.group(2)) * units[m.group(3)], int(m.group(4))
+    assert abs(shown - exact) <= 0.05 * units[m.group(3)], line
+    if m.group(1) == "never read":
+        assert exact < 512 * 1024 * 1024 and m.group(2, 3) == ("511.9", "MiB"), line
+assert seen == 4, seen
+PY
 
 # A failed copy reports "ok": false.
 start_nbdkit bad --filter=error memory size=512M error-pwrite=EIO \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
+# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; stdout and stdin redirected to files are used from where the descriptor is ('>>' appends, '{ echo; nbdcp; echo; } > f' keeps the order); --destination-is-zero into a stream still writes every zero byte; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin file
 requires_nbdkit_plugin data
@@ -76,6 +76,36 @@ run_nbdcp "$src" - | cmp - "$tmp/src" || fail "nbd -> stdout (pipe) differs"
 run_nbdcp "$src" - >"$tmp/stdout.file" || fail "nbd -> stdout (file) failed"
 cmp "$tmp/src" "$tmp/stdout.file" || fail "nbd -> stdout (file) differs"
 
+# stdout and stdin redirected to and from files, used from where the
+# descriptor is, as cat would: '>>' appends (nothing before is cut or
+# overwritten), output after other output follows it, and what comes
+# after nbdcp's output follows it; stdin part-read is read from there.
+# The source has holes (zero runs), so both zeroing paths are used.
+printf 'HEADER\n' >"$tmp/app"
+run_nbdcp "$tmp/zeroes" - >>"$tmp/app" || fail "file -> stdout >> file failed"
+run_nbdcp "$src" - >>"$tmp/app" || fail "nbd -> stdout >> file failed"
+cmp "$tmp/app" <(printf 'HEADER\n'; cat "$tmp/zeroes" "$tmp/src") ||
+  fail "'>>': the file is not its old content followed by the copies"
+{ echo before; run_nbdcp "$tmp/zeroes" -; echo after; } >"$tmp/grp1" ||
+  fail "{ echo; nbdcp; echo; } > file failed"
+cmp "$tmp/grp1" <(echo before; cat "$tmp/zeroes"; echo after) ||
+  fail "output before and after nbdcp's in the same file: wrong bytes"
+{ run_nbdcp "$tmp/zeroes" -; echo after; } >"$tmp/grp2" ||
+  fail "{ nbdcp; echo; } > file failed"
+cmp "$tmp/grp2" <(cat "$tmp/zeroes"; echo after) ||
+  fail "output after nbdcp's in the same file: wrong bytes"
+{ dd bs=1000 count=1 of=/dev/null status=none; run_nbdcp - "$tmp/rest"; } <"$tmp/zeroes" ||
+  fail "part-read stdin -> file failed"
+cmp "$tmp/rest" <(tail -c +1001 "$tmp/zeroes") ||
+  fail "part-read stdin -> file: not the rest of the input"
+# A file appended to itself is refused, as cat refuses it.
+cp "$tmp/src" "$tmp/self"
+r=0
+run_nbdcp "$tmp/self" - >>"$tmp/self" 2>"$tmp/self.err" || r=$?
+[ $r -eq 1 ] && grep -q '^nbdcp: source and destination are the same file' "$tmp/self.err" ||
+  { cat "$tmp/self.err"; fail "file >> itself: exit $r, not refused"; }
+cmp "$tmp/self" "$tmp/src" || fail "file >> itself: the file was changed"
+
 # A sparse source to stdout: holes come out as zero bytes, exactly the
 # bytes the server serves.  A small data disk, checked with od ...
 start_nbdkit dat -r data '@4 1 2 3 @8190 0xff @^4096 "end"' size=12290
@@ -92,6 +122,14 @@ cat >"$tmp/dat.expected" <<'EOF'
 0012290
 EOF
 diff -u "$tmp/dat.expected" "$tmp/dat.od" || fail "data disk -> stdout: wrong bytes"
+# A stream cannot skip: --destination-is-zero is ignored for it (said
+# under -v) and the holes still come out as zero bytes.
+run_nbdcp -v --destination-is-zero "$(uri_of "$tmp/dat.sock")" - 2>"$tmp/diz.err" |
+  od -A d -t x1 >"$tmp/diz.od" || { cat "$tmp/diz.err"; fail "--destination-is-zero -> stdout failed"; }
+diff -u "$tmp/dat.expected" "$tmp/diz.od" ||
+  fail "--destination-is-zero -> stdout: wrong bytes"
+grep -q 'destination-is-zero ignored' "$tmp/diz.err" ||
+  fail "--destination-is-zero -> stdout: no -v note that it is ignored"
 # ... and a large sparse-random disk against nbdcopy's output and
 # against nbdcp's own copy to a regular file.
 start_nbdkit sr -r sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
@@ -102,6 +140,8 @@ if command -v nbdcopy >/dev/null 2>&1; then
   run_nbdcp "$sr" - | cmp - <(nbdcopy "$sr" -) ||
     fail "sparse-random -> stdout differs from nbdcopy's"
 fi
+run_nbdcp --destination-is-zero "$sr" - | cmp - "$tmp/sr.file" ||
+  fail "sparse-random --destination-is-zero -> stdout differs from -> file"
 # and the stream back into a self-checking sparse-random of the same seed.
 start_nbdkit srchk sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
 run_nbdcp "$sr" - | run_nbdcp - "$(uri_of "$tmp/srchk.sock")" ||
