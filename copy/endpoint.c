@@ -1,6 +1,6 @@
 /* Choosing an endpoint kind from what the user wrote, and opening and
  * closing endpoints.  Kinds themselves live in one file each: nbd.c
- * (also '[ CMD ]'), file.c, pipe.c, null.c.
+ * (also '[ CMD ]'), file.c, stream.c, null.c.
  */
 #include <config.h>
 
@@ -94,48 +94,50 @@ local_kind (const char *spec, bool writable)
   if ((S_ISREG (st.st_mode) || S_ISBLK (st.st_mode))
       && (!is_std || std_fd_at_start (std_fd, writable)))
     return &file_endpoint_ops;
-  return &pipe_endpoint_ops;
+  return &stream_endpoint_ops;
+}
+
+/* The one place that tells endpoint kinds apart: the kind that serves
+ * SPEC (or COMMAND) on the source or, if WRITABLE, destination side.
+ * Returns NULL after error_set() if none can.
+ */
+static const struct endpoint_ops *
+classify (const char *spec, char **command, bool writable)
+{
+  if (command)
+    return &nbd_endpoint_ops;
+  if (strcmp (spec, "null:") == 0) {
+    if (!writable) {
+      error_set ("null: can only be a destination");
+      return NULL;
+    }
+    return &null_endpoint_ops;
+  }
+  if (is_nbd_uri (spec))
+    return &nbd_endpoint_ops;
+  if (is_other_uri (spec) && access (spec, F_OK) == -1) {
+    error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
+               "nbd+unix://, nbds+unix://, nbd+vsock://, null: or a file)",
+               spec);
+    return NULL;
+  }
+  return local_kind (spec, writable);
 }
 
 bool
-endpoint_is_stream (const char *spec)
+endpoint_is_stream (const char *spec, char **command, bool writable)
 {
-  struct stat st;
-
-  if (strcmp (spec, "-") == 0)
-    return true; /* refined by local_kind for redirected files */
-  if (strcmp (spec, "null:") == 0 || is_nbd_uri (spec)
-      || stat (spec, &st) == -1)
-    return false;
-  return !S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode)
-         && !S_ISDIR (st.st_mode);
+  return classify (spec, command, writable) == &stream_endpoint_ops;
 }
 
 struct endpoint *
 endpoint_open (const char *spec, char **command, bool writable, unsigned want,
                const struct options *opts)
 {
-  const struct endpoint_ops *ops;
+  const struct endpoint_ops *ops = classify (spec, command, writable);
   struct endpoint *ep;
 
-  if (command)
-    ops = &nbd_endpoint_ops;
-  else if (strcmp (spec, "null:") == 0) {
-    if (!writable) {
-      error_set ("null: can only be a destination");
-      return NULL;
-    }
-    ops = &null_endpoint_ops;
-  }
-  else if (is_nbd_uri (spec))
-    ops = &nbd_endpoint_ops;
-  else if (is_other_uri (spec) && access (spec, F_OK) == -1) {
-    error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
-               "nbd+unix://, nbds+unix://, nbd+vsock://, null: or a file)",
-               spec);
-    return NULL;
-  }
-  else if (!(ops = local_kind (spec, writable)))
+  if (!ops)
     return NULL;
 
   ep = calloc (1, sizeof *ep);
@@ -148,6 +150,8 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
   ep->command = command;
   ep->side = writable ? "destination" : "source";
   ep->std_fd = -1;
+  if (ops == &file_endpoint_ops || ops == &stream_endpoint_ops)
+    ep->path = spec;
   /* stdin or stdout redirected from or to a file: that descriptor is
      used (opening the file again could truncate it, or fail for want
      of permission); its name is for messages and the same-file check. */
@@ -155,6 +159,8 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
     ep->spec = writable ? "/dev/stdout" : "/dev/stdin";
     ep->std_fd = writable ? STDOUT_FILENO : STDIN_FILENO;
   }
+  if (ep->path && strcmp (spec, "-") == 0)
+    ep->path = writable ? "/dev/stdout" : "/dev/stdin";
   if (ops->open (ep, writable, want, opts) == -1) {
     free (ep);
     return NULL;

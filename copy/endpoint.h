@@ -123,6 +123,7 @@ struct endpoint {
   const struct endpoint_ops *ops;
   const char *spec; /* as the user wrote it */
   const char *side; /* "source" or "destination" */
+  const char *path; /* a local file, device or stream, else NULL */
   char **command;   /* [ CMD ARGS ... ], else NULL */
   int std_fd;       /* '-' used as a file: the descriptor to use (0 or
                        1) rather than opening spec again; else -1 */
@@ -147,10 +148,12 @@ struct endpoint *endpoint_open (const char *spec, char **command, bool writable,
                                 unsigned want, const struct options *opts);
 void endpoint_close (struct endpoint *ep, bool clean);
 
-/* True if SPEC names a stream (stdin/stdout, a pipe, a socket, a
- * character device): such copies run one request at a time, in order.
+/* True if SPEC (or COMMAND) on that side names a stream (stdin/stdout
+ * not on a file at its start, a pipe, a socket, a character device):
+ * such copies run on one connection, in order.  Decided as
+ * endpoint_open decides.
  */
-bool endpoint_is_stream (const char *spec);
+bool endpoint_is_stream (const char *spec, char **command, bool writable);
 
 /* The number of the signal that asked nbdcp to stop, or 0; set by
  * main's handler.  Opening an endpoint can wait a long time (a server
@@ -162,6 +165,6 @@ extern volatile sig_atomic_t interrupt_signal;
 extern const struct endpoint_ops nbd_endpoint_ops;
 extern const struct endpoint_ops null_endpoint_ops;
 extern const struct endpoint_ops file_endpoint_ops;
-extern const struct endpoint_ops pipe_endpoint_ops;
+extern const struct endpoint_ops stream_endpoint_ops;
 
 #endif

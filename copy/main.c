@@ -190,25 +190,13 @@ check_std_fds (const struct options *opts)
   return 0;
 }
 
-/* The local file or device EP is, or NULL (NBD, null:). */
-static const char *
-local_path (const struct endpoint *ep, bool dst)
-{
-  if (ep->ops != &file_endpoint_ops && ep->ops != &pipe_endpoint_ops)
-    return NULL;
-  if (strcmp (ep->spec, "-") == 0) /* stdin or stdout used as a stream */
-    return dst ? "/dev/stdout" : "/dev/stdin";
-  return ep->spec;
-}
-
 /* Copying a file onto itself would read what it has just written (or,
  * with '>>', append the file to itself).
  */
 static bool
 same_file (const struct endpoint *src, const struct endpoint *dst)
 {
-  const char *a_path = local_path (src, false),
-             *b_path = local_path (dst, true);
+  const char *a_path = src->path, *b_path = dst->path;
   struct stat a, b;
 
   if (!a_path || !b_path || stat (a_path, &a) == -1 || stat (b_path, &b) == -1
@@ -240,8 +228,8 @@ main (int argc, char **argv)
     goto fail;
 
   /* A stream is copied in order, on one connection. */
-  if ((!opts.src_command && endpoint_is_stream (opts.src))
-      || (!opts.dst_command && endpoint_is_stream (opts.dst)))
+  if (endpoint_is_stream (opts.src, opts.src_command, false)
+      || endpoint_is_stream (opts.dst, opts.dst_command, true))
     opts.connections = opts.threads = 1;
   limit_connections (&opts);
 

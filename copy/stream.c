@@ -33,8 +33,8 @@ struct conn {
 static const char zeroes[ZERO_CHUNK];
 
 static int
-pipe_open (struct endpoint *ep, bool writable, unsigned want,
-           const struct options *opts)
+stream_open (struct endpoint *ep, bool writable, unsigned want,
+             const struct options *opts)
 {
   struct conn *c = calloc (1, sizeof *c);
 
@@ -86,8 +86,8 @@ check_position (struct conn *c, uint64_t offset)
 }
 
 static int
-pipe_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
-           struct op *op)
+stream_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
+             struct op *op)
 {
   uint32_t got = 0;
 
@@ -130,8 +130,8 @@ write_all (struct conn *c, const char *buf, uint64_t len)
 }
 
 static int
-pipe_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
-            struct op *op)
+stream_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
+              struct op *op)
 {
   if (check_position (c, offset) == -1)
     return -1;
@@ -140,8 +140,8 @@ pipe_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
 }
 
 static int
-pipe_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
-           struct op *op)
+stream_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
+             struct op *op)
 {
   int err = 0;
 
@@ -157,14 +157,14 @@ pipe_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
 }
 
 static int
-pipe_flush (struct conn *c, struct op *op)
+stream_flush (struct conn *c, struct op *op)
 {
   op_complete (op, fdatasync (c->fd) == -1 ? errno : 0);
   return 0;
 }
 
 static void
-pipe_close (struct endpoint *ep, bool clean)
+stream_close (struct endpoint *ep, bool clean)
 {
   for (unsigned i = 0; i < ep->nconns; i++) {
     if (ep->conns[i]->owned)
@@ -173,12 +173,12 @@ pipe_close (struct endpoint *ep, bool clean)
   }
 }
 
-const struct endpoint_ops pipe_endpoint_ops = {
+const struct endpoint_ops stream_endpoint_ops = {
   .kind = "stream",
-  .open = pipe_open,
-  .read = pipe_read,
-  .write = pipe_write,
-  .zero = pipe_zero,
-  .flush = pipe_flush,
-  .close = pipe_close,
+  .open = stream_open,
+  .read = stream_read,
+  .write = stream_write,
+  .zero = stream_zero,
+  .flush = stream_flush,
+  .close = stream_close,
 };
