@@ -15,7 +15,10 @@
  * During the copy each connection is driven by its worker's io_uring:
  * arm() polls the socket in the direction libnbd wants, and the poll's
  * completion calls nbd_aio_notify_read/write, which runs libnbd's state
- * machine and the completion callbacks of finished commands.
+ * machine and the completion callbacks of finished commands.  A poll's
+ * completion is only a hint that may be out of date by the time it is
+ * handled; see socket_ready for why libnbd must not be told "readable"
+ * on a hint alone.
  */
 #include <config.h>
 
@@ -492,6 +495,52 @@ nbd_ep_flush (struct conn *c, struct op *op)
   return nbd_aio_flush (c->h, DONE (op), 0) == -1 ? failed () : 0;
 }
 
+/* Whether FD can be read from now (data, end of file or an error), as
+ * opposed to when some earlier wake-up said so.
+ */
+static bool
+socket_readable (int fd)
+{
+  struct pollfd pfd = { .fd = fd, .events = POLLIN };
+  int r;
+
+  do
+    r = poll (&pfd, 1, 0);
+  while (r == -1 && errno == EINTR);
+  /* If poll itself fails, let libnbd meet the problem and report it. */
+  return r != 0;
+}
+
+/* A poll on C's socket fired.
+ *
+ * libnbd must only be told "readable" when the socket really has
+ * something to read.  Told so with nothing there, a handle that was
+ * idle in READY (or paused in the middle of sending a request) moves
+ * to REPLY.START, its recv gets EAGAIN, and it stays in REPLY.START
+ * waiting for a reply.  libnbd only sends queued commands from READY,
+ * so every command issued after that is queued and not sent.  If no
+ * sent command is still unanswered, no reply ever comes and the copy
+ * hangs for good at 0% CPU (1 run in 20-60 of a --synchronous or
+ * tiny-request copy did).
+ *
+ * And a POLLIN completion can be stale.  The kernel queues data on a
+ * socket and only then wakes the socket's waiters (for a Unix socket,
+ * on the sending server's CPU).  In between, libnbd may read that data
+ * on an earlier notification and a new poll may be armed; the late
+ * wake-up then completes the new poll with its own mask (POLLIN), and
+ * io_uring does not look at the socket again: a read wake-up with no
+ * data behind it.  A 256M --synchronous copy met one to four of them
+ * in some 100,000 read notifications.  So the socket is checked with a
+ * zero-timeout poll(2) first, and a completion with nothing behind it
+ * is dropped; arm() polls again before the next wait.  Only this
+ * thread reads the socket, so data seen here is still there when
+ * libnbd reads it.  (Over TLS, bytes that are not yet a whole record
+ * can still leave libnbd in REPLY.START, but then the rest of that
+ * reply is on its way and moves it on.)
+ *
+ * A stale POLLOUT needs no such care: libnbd's send gets EAGAIN and
+ * it stays in the same sending state, still waiting to write.
+ */
 static void
 socket_ready (struct ring_event *ev, int res)
 {
@@ -504,9 +553,13 @@ socket_ready (struct ring_event *ev, int res)
     return; /* cancelled */
   /* A failure here means the connection died; libnbd then fails every
      command in flight through its completion callback, which is how the
-     engine hears of it. */
-  if (p == &c->in && (dir & LIBNBD_AIO_DIRECTION_READ))
-    nbd_aio_notify_read (c->h);
+     engine hears of it.  The direction is the one libnbd wants now, not
+     when the poll was armed: a write poll may outlive the write it was
+     for. */
+  if (p == &c->in && (dir & LIBNBD_AIO_DIRECTION_READ)) {
+    if (socket_readable (c->fd))
+      nbd_aio_notify_read (c->h);
+  }
   else if (p == &c->out && (dir & LIBNBD_AIO_DIRECTION_WRITE))
     nbd_aio_notify_write (c->h);
 }
