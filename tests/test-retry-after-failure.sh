@@ -109,11 +109,13 @@ differs "a timeout"
 run_nbdcp --timeout=5 "$src" "$dst"
 same "a retry after a timeout"
 
-# 6. A fresh destination on the same socket after a failed one (no
-# file in between): memory disks, the healthy one compared.
+# 6. A fresh destination on the same socket after a failed one: a
+# memory disk that fails every write, then a new empty file.
 start_dst --filter=error memory size=$size error-pwrite=EIO \
   error-pwrite-rate=100%
 expect_fail 'destination write' "$NBDCP" "$src" "$dst"
-start_dst memory size=$size
+truncate -s $size "$tmp/fresh.img"
+start_dst file "$tmp/fresh.img"
 run_nbdcp "$src" "$dst"
-check_same "$src" "$dst" "a fresh destination after a failed one"
+cmp -s "$tmp/ref.img" "$tmp/fresh.img" ||
+  fail "a fresh destination after a failed one differs from the source"
