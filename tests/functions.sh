@@ -110,6 +110,74 @@ run_nbdcp ()
   timeout --kill-after=10 120 "$NBDCP" "$@"
 }
 
+# check_same [-F FORMAT] SRC DST [WHAT]: SRC and DST (files, block
+# devices or NBD URIs; DST in FORMAT, raw by default) hold the same
+# bytes, as qemu-img reads them: a reader independent of nbdcp, so a
+# copy that lost a range, the last request or a zero run fails here.
+# If DST is larger, its extra bytes must read as zero.  Tests that call
+# it must `requires "$QEMU_IMG"`.
+check_same ()
+{
+  local fmt=raw src dst what
+  if [ "$1" = -F ]; then
+    fmt=$2
+    shift 2
+  fi
+  src=$1 dst=$2 what=${3:-"$1 -> $2"}
+  command -v "$QEMU_IMG" >/dev/null 2>&1 ||
+    fail "check_same needs $QEMU_IMG (the test must 'requires \"\$QEMU_IMG\"')"
+  if ! timeout --kill-after=10 120 "$QEMU_IMG" compare -f raw -F "$fmt" \
+         "$src" "$dst" >"$tmp/check_same.out" 2>&1; then
+    cat "$tmp/check_same.out" >&2
+    fail "$what: the destination differs from the source (qemu-img compare)"
+  fi
+}
+
+# An awk function for programs that read nbdkit's log filter output:
+# hex(S) is the value of the hexadecimal string S ("0x1f" or "1f").
+# Portable (mawk has no strtonum).  Use it as  awk "$AWK_HEX"' ... '
+# and print large numbers with printf "%.0f" (mawk prints 1e+09).
+AWK_HEX='
+function hex(s,  i, n) {
+  n = 0; s = tolower(s); sub(/^0x/, "", s)
+  for (i = 1; i <= length(s); i++)
+    n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+  return n
+}
+'
+
+# check_covered LOG SIZE: the Write, Zero and Trim requests that nbdkit's
+# log filter wrote to LOG cover 0..SIZE exactly once: no gap, no
+# overlap, nothing past SIZE.  A destination that checks the data of
+# every write (the checkwrite filter, or sparse-random) only sees the
+# requests that were sent; this proves that none was left out.
+check_covered ()
+{
+  awk "$AWK_HEX"'
+    $4 == "Write" || $4 == "Zero" || $4 == "Trim" {
+      off = -1; cnt = -1
+      for (i = 5; i <= NF; i++) {
+        if ($i ~ /^offset=/) off = hex(substr($i, 8))
+        if ($i ~ /^count=/) cnt = hex(substr($i, 7))
+      }
+      if (off < 0 || cnt < 0) { print "cannot parse: " $0; exit 2 }
+      printf "%.0f %.0f\n", off, cnt
+    }' "$1" | sort -k1,1n | awk -v size="$2" '
+    $1 < end { printf "%.0f..%.0f written twice\n", $1, end; bad = 1 }
+    $1 > end { printf "%.0f..%.0f never written\n", end, $1; bad = 1 }
+    { if ($1 + $2 > end) end = $1 + $2 }
+    END {
+      if (end != size) {
+        printf "writes end at %.0f, not at the size %.0f\n", end, size
+        bad = 1
+      }
+      exit bad
+    }' >"$tmp/check_covered.out" || {
+    cat "$tmp/check_covered.out" >&2
+    fail "$1: the destination was not written exactly once over 0..$2"
+  }
+}
+
 # expect_fail PATTERN CMD ARGS...: CMD must exit 1 (not 0, not a signal,
 # not a timeout) and print a message matching PATTERN (grep -E) on stderr.
 expect_fail ()

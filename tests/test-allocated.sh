@@ -28,8 +28,7 @@ copy ()
   run_nbdcp "$@" "$src" "$dst" || fail "$name: nbdcp failed"
   # Keep the copy's log apart from qemu-img's requests.
   cp "$tmp/$name.log" "$tmp/$name.copy.log"
-  "$QEMU_IMG" compare -f raw -F raw "$src" "$dst" ||
-    fail "$name: the destination differs from the source"
+  check_same "$src" "$dst" "$name"
 }
 
 # The log filter prints a Zero's NBD_CMD_FLAG_NO_HOLE as trim=0
@@ -84,13 +83,7 @@ if "$NBDKIT" --filter=nozero null --dump-plugin >/dev/null 2>&1; then
   if grep -E ' (Zero|Trim) id=' "$tmp/nozero.copy.log"; then
     fail "--allocated, no zero support: zero or trim requests were sent"
   fi
-  awk '
-    function hex(s,  i, n) {
-      n = 0; s = tolower(s); sub(/^0x/, "", s)
-      for (i = 1; i <= length(s); i++)
-        n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-      return n
-    }
+  awk "$AWK_HEX"'
     $4 == "Write" {
       for (i = 5; i <= NF; i++)
         if ($i ~ /^count=/) total += hex(substr($i, 7))

@@ -11,7 +11,9 @@ requires_nbdkit_plugin data
 requires_nbdkit_plugin null
 requires_nbdkit_filter exportname
 requires_nbdkit_filter checkwrite
+requires_nbdkit_filter log
 requires python3
+requires "$QEMU_IMG"
 
 start_nbdkit src -r pattern size=1M
 start_nbdkit dst memory size=1M
@@ -163,6 +165,7 @@ if command -v psktool >/dev/null; then
     "nbds+unix://alice@/?socket=$tmp/tls.sock&tls-psk-file=$tmp/nonexistent.psk" null:
   # (The right key works: the rows above failed for the reason given.)
   run_nbdcp "nbds+unix://alice@/?socket=$tmp/tls.sock&tls-psk-file=$tmp/keys.psk" "$dst"
+  check_same "$src" "$dst" "TLS with the right key"
 fi
 
 # --- Unusable destinations and sources ---
@@ -207,6 +210,7 @@ for n in 1 511 513; do
   start_nbdkit in$n -r file "$tmp/in$n"
   start_nbdkit mem$n memory size=$n
   run_nbdcp "$(uri_of "$tmp/in$n.sock")" "$(uri_of "$tmp/mem$n.sock")"
+  check_same "$tmp/in$n" "$(uri_of "$tmp/mem$n.sock")" "$n-byte disk -> NBD"
   run_nbdcp "$(uri_of "$tmp/mem$n.sock")" "$tmp/out$n"
   cmp "$tmp/in$n" "$tmp/out$n" || fail "$n-byte disk copied wrong"
   run_nbdcp "$(uri_of "$tmp/mem$n.sock")" - >"$tmp/stdout$n"
@@ -218,10 +222,13 @@ run_nbdcp "$(uri_of "$tmp/one.sock")" "$tmp/one.out"
 
 # 2 TiB (more than 2^40) of holes with two bytes of data, one of them
 # the very last byte: quick, and checked by the destination itself
-# (checkwrite over the same data), then by the statistics.
+# (checkwrite over the same data, with a log outside it to show that
+# the writes cover the disk), by qemu-img, and by the statistics.
 two_t='@1099511627776 0x55 @2199023255551 0x66'
+two_t_bytes=$((2 * 1024 ** 4))
 start_nbdkit huge -r data "$two_t" size=2T
-start_nbdkit huge_check --filter=checkwrite data "$two_t" size=2T
+start_nbdkit huge_check --filter=log --filter=checkwrite data "$two_t" size=2T \
+  logfile="$tmp/huge_check.log"
 start_nbdkit huge_mem memory size=2T
 huge=$(uri_of "$tmp/huge.sock")
 start=$SECONDS
@@ -229,6 +236,8 @@ run_nbdcp --stats=json "$huge" "$(uri_of "$tmp/huge_check.sock")" 2>"$tmp/huge1"
 run_nbdcp --stats=json "$huge" "$(uri_of "$tmp/huge_mem.sock")" 2>"$tmp/huge2"
 run_nbdcp --stats=json "$(uri_of "$tmp/huge_mem.sock")" null: 2>"$tmp/huge3"
 [ $((SECONDS - start)) -lt 30 ] || fail "2 TiB of holes took $((SECONDS - start)) s"
+check_covered "$tmp/huge_check.log" $two_t_bytes
+check_same "$huge" "$(uri_of "$tmp/huge_mem.sock")" "2 TiB -> memory"
 for f in huge1 huge2 huge3; do
   python3 - "$tmp/$f" <<'PY' || fail "2 TiB stats wrong: $(cat "$tmp/$f")"
 import json, sys
@@ -242,9 +251,11 @@ assert 0 < s["data_bytes"] <= 2 * 1024 * 1024, s
 assert s["hole_bytes"] >= size - 2 * 1024 * 1024, s
 PY
 done
-# And the copy in memory is right where the data is.
-start_nbdkit huge_check2 --filter=checkwrite data "$two_t" size=2T
+# And the memory disk, copied in turn into a checker.
+start_nbdkit huge_check2 --filter=log --filter=checkwrite data "$two_t" size=2T \
+  logfile="$tmp/huge_check2.log"
 run_nbdcp "$(uri_of "$tmp/huge_mem.sock")" "$(uri_of "$tmp/huge_check2.sock")"
+check_covered "$tmp/huge_check2.log" $two_t_bytes
 
 echo "bad-input table: $cases cases, ${#failures[@]} failed"
 if [ ${#failures[@]} -gt 0 ]; then

@@ -5,6 +5,8 @@
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter delay
 requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin memory
+requires "$QEMU_IMG"
 
 size=512M
 
@@ -76,5 +78,8 @@ for delay in 0.3 1; do
   done
 done
 
-# The surviving servers were not disturbed: a copy between them works.
+# The surviving servers were not disturbed: a copy between them works,
+# and turns the destination (partly written by the killed copies, with
+# other seeds) into the source.
 run_nbdcp "$src" "$dst"
+check_same "$src" "$dst" "the survivors"

@@ -18,13 +18,7 @@ size=512M
 # written LOG: the bytes that Write requests in LOG carried.
 written ()
 {
-  awk '
-    function hex(s,  i, n) {
-      n = 0; s = tolower(s); sub(/^0x/, "", s)
-      for (i = 1; i <= length(s); i++)
-        n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-      return n
-    }
+  awk "$AWK_HEX"'
     $4 == "Write" {
       for (i = 5; i <= NF; i++)
         if ($i ~ /^count=/) total += hex(substr($i, 7))
@@ -46,8 +40,7 @@ copy ()
   run_nbdcp -S 4096 "$@" "$src" "$dst" || fail "$name: nbdcp failed"
   # Keep the copy's log apart from qemu-img's requests.
   cp "$tmp/$name.log" "$tmp/$name.copy.log"
-  "$QEMU_IMG" compare -f raw -F raw "$src" "$dst" ||
-    fail "$name: the destination differs from the source"
+  check_same "$src" "$dst" "$name"
 }
 
 # A fresh memory disk reads as zero, so the option tells the truth.

@@ -6,6 +6,7 @@ requires_nbdkit_plugin sparse-random
 requires_nbdkit_plugin memory
 requires_nbdkit_filter log
 requires_nbdkit_filter multi-conn
+requires "$QEMU_IMG"
 
 # check_flushes LOG CONNECTIONS: the destination saw CONNECTIONS
 # connections, and each sent exactly one Flush, which succeeded, was
@@ -51,26 +52,32 @@ check_flushes ()
 }
 
 # copy NAME SIZE MULTI-CONN NBDCP-OPTIONS...: copy a sparse-random disk
-# of SIZE to a fresh memory disk whose log is $tmp/NAME.log.  Unless
-# MULTI-CONN is "-", the destination gets the multi-conn filter in that
-# mode, after the log filter: the log then sees the client's flushes
-# before the multi-conn filter can drop any.
+# of SIZE to a fresh memory disk, and compare the two; the copy's log
+# is $tmp/NAME.log.  Unless MULTI-CONN is "-", the destination gets the
+# multi-conn filter in that mode, after the log filter: the log then
+# sees the client's flushes before the multi-conn filter can drop any.
 copy ()
 {
-  local name=$1 size=$2 mc=() src dst
+  local name=$1 size=$2 mc=() src dst runlength=65536
   [ "$3" = - ] || mc=(--filter=multi-conn multi-conn-mode="$3")
   shift 3
+  # Runs of 64K give even a 4M disk some data; 1G disks get 1M runs,
+  # which keep qemu-img's comparison quick (a few hundred extents).
+  [ "$size" != 1G ] || runlength=1048576
   start_nbdkit "$name-src" \
-    sparse-random size="$size" seed=7 percent=5 runlength=65536
+    sparse-random size="$size" seed=7 percent=5 runlength=$runlength
   start_nbdkit "$name" --filter=log "${mc[@]:0:1}" \
-    memory size="$size" logfile="$tmp/$name.log" "${mc[@]:1}"
+    memory size="$size" logfile="$tmp/$name.all.log" "${mc[@]:1}"
   src=$(uri_of "$tmp/$name-src.sock")
   dst=$(uri_of "$tmp/$name.sock")
   run_nbdcp -v "$@" "$src" "$dst" 2>"$tmp/$name.nbdcp" || {
     cat "$tmp/$name.nbdcp" >&2
     fail "$name: nbdcp failed"
   }
+  # The copy's part of the log, without qemu-img's connection below.
+  cp "$tmp/$name.all.log" "$tmp/$name.log"
   grep -q ' Write ' "$tmp/$name.log" || fail "$name: nothing was written"
+  check_same "$src" "$dst" "$name"
 }
 
 # Four connections to a server advertising multi-conn.

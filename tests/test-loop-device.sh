@@ -5,6 +5,7 @@ requires losetup
 requires blockdev
 requires_nbdkit_plugin memory
 requires_nbdkit_plugin sparse-random
+requires "$QEMU_IMG"
 [ "$(id -u)" -eq 0 ] || skip "loop devices need root"
 
 loops=()
@@ -51,8 +52,7 @@ cmp "$tmp/src.img" "$tmp/out.img" || fail "device -> file differs"
 # device -> nbd.
 start_nbdkit mem memory size=$((6 * MiB))
 run_nbdcp "$srcdev" "$(uri_of "$tmp/mem.sock")" || fail "device -> nbd failed"
-run_nbdcp "$(uri_of "$tmp/mem.sock")" "$tmp/mem.img"
-cmp "$tmp/src.img" "$tmp/mem.img" || fail "device -> nbd differs"
+check_same "$tmp/src.img" "$(uri_of "$tmp/mem.sock")" "device -> nbd"
 
 # file -> device, larger than the file (odd size): the file's bytes,
 # then the device's old bytes, and the device keeps its size.
@@ -75,6 +75,7 @@ same $((6 * MiB)) "$srcdev" "$dstdev" "device -> device differs"
 sr=(sparse-random size=$((6 * MiB)) seed=99 percent=40 runlength=262144)
 start_nbdkit sr -r "${sr[@]}"
 run_nbdcp "$(uri_of "$tmp/sr.sock")" "$tmp/sr.img"
+check_same "$(uri_of "$tmp/sr.sock")" "$tmp/sr.img" "nbd -> file (the reference)"
 for opt in "" --allocated --direct "--direct --allocated"; do
   head -c $((8 * MiB)) /dev/urandom >"$dstdev"
   # shellcheck disable=SC2086
@@ -83,15 +84,17 @@ for opt in "" --allocated --direct "--direct --allocated"; do
   same $((6 * MiB)) "$tmp/sr.img" "$dstdev" "nbd -> device ($opt) differs"
 done
 
-# The device back into a self-checking sparse-random (same seed): every
-# write and zero is checked against the plugin's data.
-# A 6M device, as large as the checker.
-start_nbdkit srchk "${sr[@]}"
+# The device back into an NBD memory disk, with --direct on the device.
+# A 6M device, as large as the disk.
+start_nbdkit srmem memory size=$((6 * MiB))
 truncate -s $((6 * MiB)) "$tmp/six.img"
 attach sixdev "$tmp/six.img"
 run_nbdcp "$(uri_of "$tmp/sr.sock")" "$sixdev"
-run_nbdcp --direct "$sixdev" "$(uri_of "$tmp/srchk.sock")" ||
-  fail "device -> self-checking nbd failed"
+check_same "$(uri_of "$tmp/sr.sock")" "$sixdev" "nbd -> 6M device"
+run_nbdcp --direct "$sixdev" "$(uri_of "$tmp/srmem.sock")" ||
+  fail "device -> nbd (--direct) failed"
+check_same "$(uri_of "$tmp/sr.sock")" "$(uri_of "$tmp/srmem.sock")" \
+  "device -> nbd (--direct)"
 
 # Too small: refused before anything is written.
 cp "$tmp/small.img" "$tmp/small.orig"

@@ -4,6 +4,8 @@
 # stream source (no size) it is 0/100 until 100/100 at the end.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter delay
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin memory
 requires "$QEMU_IMG"
 
 check_progress ()
@@ -21,18 +23,24 @@ check_progress ()
   [ "$(grep -c '^100/100$' "$file")" -eq 1 ] || fail "$what: 100/100 more than once"
 }
 
-# NBD to NBD, slowed down so that several lines are written.
-start_nbdkit src -r --filter=delay sparse-random size=256M percent=100 \
-  rdelay=20ms seed=3
+# NBD to NBD, slowed down so that several lines are written.  The
+# source's twin without the delay serves the same bytes, for qemu-img
+# to compare with.
+sr=(sparse-random size=256M percent=100 seed=3)
+start_nbdkit src -r --filter=delay "${sr[@]}" rdelay=20ms
+start_nbdkit ref -r "${sr[@]}"
+ref=$(uri_of "$tmp/ref.sock")
 start_nbdkit dst memory size=256M
 run_nbdcp --progress=3 -C 2 -R 2 "$(uri_of "$tmp/src.sock")" \
   "$(uri_of "$tmp/dst.sock")" 3>"$tmp/p1"
 check_progress "$tmp/p1" "nbd -> nbd"
 [ "$(wc -l <"$tmp/p1")" -ge 3 ] || fail "nbd -> nbd: expected several lines"
+check_same "$ref" "$(uri_of "$tmp/dst.sock")" "nbd -> nbd"
 
 # NBD to a file, and the file to a stream.
 run_nbdcp --progress=5 "$(uri_of "$tmp/dst.sock")" "$tmp/disk.raw" 5>"$tmp/p2"
 check_progress "$tmp/p2" "nbd -> file"
+check_same "$ref" "$tmp/disk.raw" "nbd -> file"
 run_nbdcp --progress=4 "$tmp/disk.raw" - 4>"$tmp/p3" | cmp - "$tmp/disk.raw"
 check_progress "$tmp/p3" "file -> stream"
 # A stream source has no size: 0/100 until the end, then 100/100

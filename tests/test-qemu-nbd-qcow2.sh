@@ -25,5 +25,4 @@ run_nbdcp -C 4 "$(uri_of "$tmp/src.sock")" "$(uri_of "$tmp/dst.sock")"
 
 # Stop the servers so the images are closed before comparing.
 stop_servers
-"$QEMU_IMG" compare -q -f raw -F qcow2 "$raw" "$qcow" ||
-  fail "qcow2 copy differs from the raw source"
+check_same -F qcow2 "$raw" "$qcow" "raw -> qcow2"

@@ -5,6 +5,8 @@
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter error
 requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin memory
+requires "$QEMU_IMG"
 
 src_size=512M
 start_nbdkit src -r sparse-random size=$src_size seed=7 percent=50
@@ -55,6 +57,7 @@ expect_fail '^nbdcp: destination flush failed: Input/output error$' \
 
 # The healthy pair still copies, so the failures above were the filter's.
 run_nbdcp "$src" "$dst"
+check_same "$src" "$dst" "the healthy pair"
 
 # Errors that start in the middle of a copy (error-file appears), while
 # requests are in flight on every connection: still exit 1, no hang.

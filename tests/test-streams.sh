@@ -7,7 +7,9 @@ requires_nbdkit_plugin memory
 requires_nbdkit_plugin pattern
 requires_nbdkit_plugin sparse-random
 requires_nbdkit_filter checkwrite
+requires_nbdkit_filter log
 requires mkfifo
+requires "$QEMU_IMG"
 
 MiB=$((1024 * 1024))
 size=$((3 * MiB + 777))
@@ -25,10 +27,13 @@ cat "$tmp/src" | run_nbdcp - "$(uri_of "$tmp/dst.sock")" ||
 cmp -n $size "$tmp/src" "$tmp/dst" || fail "stdin -> nbd: the data differs"
 cmp <(tail -c +$((size + 1)) "$tmp/dst.orig") <(tail -c +$((size + 1)) "$tmp/dst") ||
   fail "stdin -> nbd: the destination past the stream's end was changed"
-# and into a checker of the same bytes (every write checked).
-start_nbdkit chk --filter=checkwrite file "$tmp/src"
+# and into a checker of the same bytes: every write checked, and (from
+# the log, outside the checker) the writes cover the disk exactly once.
+start_nbdkit chk --filter=log --filter=checkwrite file "$tmp/src" \
+  logfile="$tmp/chk.log"
 cat "$tmp/src" | run_nbdcp - "$(uri_of "$tmp/chk.sock")" ||
   fail "stdin -> checkwrite failed"
+check_covered "$tmp/chk.log" $size
 # The checker can fail: other bytes into it.  (Process substitution:
 # stdin is still a pipe, and the writer's SIGPIPE does not count.)
 expect_fail '^nbdcp: destination (write|zero) at offset' \
@@ -135,6 +140,7 @@ grep -q 'destination-is-zero ignored' "$tmp/diz.err" ||
 start_nbdkit sr -r sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
 sr=$(uri_of "$tmp/sr.sock")
 run_nbdcp "$sr" "$tmp/sr.file"
+check_same "$sr" "$tmp/sr.file" "sparse-random -> file"
 run_nbdcp "$sr" - | cmp - "$tmp/sr.file" || fail "sparse-random -> stdout differs from -> file"
 if command -v nbdcopy >/dev/null 2>&1; then
   run_nbdcp "$sr" - | cmp - <(nbdcopy "$sr" -) ||
@@ -142,10 +148,12 @@ if command -v nbdcopy >/dev/null 2>&1; then
 fi
 run_nbdcp --destination-is-zero "$sr" - | cmp - "$tmp/sr.file" ||
   fail "sparse-random --destination-is-zero -> stdout differs from -> file"
-# and the stream back into a self-checking sparse-random of the same seed.
-start_nbdkit srchk sparse-random size=$((64 * MiB)) seed=11 percent=25 runlength=524288
-run_nbdcp "$sr" - | run_nbdcp - "$(uri_of "$tmp/srchk.sock")" ||
-  fail "sparse-random -> stdout -> stdin -> checker failed"
+# and the stream back into a memory disk.
+start_nbdkit srmem memory size=$((64 * MiB))
+run_nbdcp "$sr" - | run_nbdcp - "$(uri_of "$tmp/srmem.sock")" ||
+  fail "sparse-random -> stdout -> stdin -> memory failed"
+check_same "$sr" "$(uri_of "$tmp/srmem.sock")" \
+  "sparse-random -> stdout -> stdin -> memory"
 
 # FIFOs: as destination and as source, and FIFO -> stdout.
 mkfifo "$tmp/fifo"
@@ -159,9 +167,11 @@ cmp "$tmp/src" "$tmp/fromfifo" || fail "FIFO -> file differs"
 cat "$tmp/src" >"$tmp/fifo" & cat_pid=$!
 run_nbdcp "$tmp/fifo" - | cmp - "$tmp/src" || fail "FIFO -> stdout differs"
 wait $cat_pid
+start_nbdkit fifomem memory size=$size
 cat "$tmp/src" >"$tmp/fifo" & cat_pid=$!
-run_nbdcp "$tmp/fifo" "$(uri_of "$tmp/chk.sock")" || fail "FIFO -> nbd failed"
+run_nbdcp "$tmp/fifo" "$(uri_of "$tmp/fifomem.sock")" || fail "FIFO -> nbd failed"
 wait $cat_pid
+check_same "$tmp/src" "$(uri_of "$tmp/fifomem.sock")" "FIFO -> nbd"
 
 # The reader goes away: nbdcp must end at once (the time limit is 20s
 # for a 1G disk), not 0 (the copy did not complete), and not be killed

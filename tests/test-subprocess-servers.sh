@@ -6,8 +6,8 @@ requires_nbdkit_plugin memory
 requires_nbdkit_plugin sparse-random
 requires_nbdkit_plugin pattern
 requires_nbdkit_filter delay
-requires_nbdkit_filter checkwrite
 requires pgrep
+requires "$QEMU_IMG"
 
 MiB=$((1024 * 1024))
 # Every subprocess server gets a pid file named $tmp/sub-*, so the
@@ -59,22 +59,33 @@ cmp -n $size "$tmp/src" "$tmp/dst" || fail "file -> [ nbdkit ] differs"
 cmp <(tail -c +$((size + 1)) "$tmp/dst.orig") <(tail -c +$((size + 1)) "$tmp/dst") ||
   fail "file -> [ nbdkit ]: the destination past the source's end changed"
 
-# [ server ] -> [ server ]: sparse-random into itself (same seed), which
-# checks every write and zero.
+# [ server ] -> [ server ]: sparse-random into a file server, whose
+# file outlives it; qemu-img compares the file with another instance of
+# the source (the same seed serves the same bytes).
 sr=(sparse-random size=$((256 * MiB)) seed=31 percent=20 runlength=1048576)
+start_nbdkit srref -r "${sr[@]}"
+srref=$(uri_of "$tmp/srref.sock")
+truncate -s $((256 * MiB)) "$tmp/sr-dst.img"
 run_nbdcp -- [ nbdkit -r -P "${marker}4.pid" "${sr[@]}" ] \
-  [ nbdkit -P "${marker}5.pid" "${sr[@]}" ] || fail "[ sparse-random ] -> [ sparse-random ] failed"
+  [ nbdkit -P "${marker}5.pid" file "$tmp/sr-dst.img" ] ||
+  fail "[ sparse-random ] -> [ file ] failed"
 no_leftover "[ nbdkit ] -> [ nbdkit ]"
-# through a file in between, and checked.
+check_same "$srref" "$tmp/sr-dst.img" "[ sparse-random ] -> [ file ]"
+# through a file in between, each step compared.
 run_nbdcp -- [ nbdkit -r -P "${marker}6.pid" "${sr[@]}" ] "$tmp/sr.img"
-run_nbdcp -- "$tmp/sr.img" [ nbdkit -P "${marker}7.pid" "${sr[@]}" ] ||
-  fail "file -> [ self-checking sparse-random ] failed"
+check_same "$srref" "$tmp/sr.img" "[ sparse-random ] -> file"
+truncate -s $((256 * MiB)) "$tmp/sr-back.img"
+run_nbdcp -- "$tmp/sr.img" [ nbdkit -P "${marker}7.pid" file "$tmp/sr-back.img" ] ||
+  fail "file -> [ file ] failed"
 no_leftover "sparse-random through a file"
-# A file through two servers, into a checker of the same file.
+check_same "$srref" "$tmp/sr-back.img" "file -> [ file ]"
+# A file through two servers.
+truncate -s $size "$tmp/dst2"
 run_nbdcp -- [ nbdkit -r -P "${marker}8.pid" file "$tmp/src" ] \
-  [ nbdkit -P "${marker}9.pid" --filter=checkwrite file "$tmp/src" ] ||
-  fail "[ file ] -> [ checkwrite file ] failed"
-no_leftover "[ file ] -> [ checkwrite file ]"
+  [ nbdkit -P "${marker}9.pid" file "$tmp/dst2" ] ||
+  fail "[ file ] -> [ file ] failed"
+no_leftover "[ file ] -> [ file ]"
+cmp "$tmp/src" "$tmp/dst2" || fail "[ file ] -> [ file ] differs"
 
 # qemu-nbd as a subprocess too (sizes of whole sectors: qemu-nbd
 # rounds up).

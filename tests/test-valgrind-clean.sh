@@ -6,6 +6,8 @@
 requires "${VALGRIND:-valgrind}"
 [ "${SANITIZED:-no}" = no ] || skip "valgrind does not run sanitizer builds"
 requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin memory
+requires "$QEMU_IMG"
 
 vg ()
 {
@@ -16,9 +18,12 @@ vg ()
 }
 
 start_nbdkit src -r sparse-random size=256M seed=11 percent=20
-start_nbdkit dst sparse-random size=256M seed=11 percent=20
-vg -C 2 "$(uri_of "$tmp/src.sock")" "$(uri_of "$tmp/dst.sock")"
-vg "$(uri_of "$tmp/src.sock")" "$tmp/a.raw"
+start_nbdkit dst memory size=256M
+src=$(uri_of "$tmp/src.sock")
+vg -C 2 "$src" "$(uri_of "$tmp/dst.sock")"
+check_same "$src" "$(uri_of "$tmp/dst.sock")" "NBD -> NBD under valgrind"
+vg "$src" "$tmp/a.raw"
+check_same "$src" "$tmp/a.raw" "NBD -> file under valgrind"
 vg "$tmp/a.raw" "$tmp/b.raw"
 cmp "$tmp/a.raw" "$tmp/b.raw" || fail "file copy under valgrind differs"
 vg - null: <"$tmp/a.raw"
