@@ -195,14 +195,19 @@ expect_fail ()
   fi
 }
 
-# An awk function hex(s) turning "0x1f" (as nbdkit's log filter prints
-# offsets and counts) into a number; awk here may be mawk, which has no
-# strtonum.  Use as: awk "$AWK_HEX"' ... hex(x) ...'
-AWK_HEX='
-function hex(s,  i, n) {
-  n = 0; s = tolower(s); sub(/^0x/, "", s)
-  for (i = 1; i <= length(s); i++)
-    n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-  return n
+# ends_within PID SECONDS: wait up to SECONDS for background process PID
+# (a child of this shell) to end.  If it has not, kill it (its stderr is
+# in $tmp/err, shown) and return 1; the caller says what it expected.
+ends_within ()
+{
+  local pid=$1 i
+  for i in $(seq 1 $(($2 * 10))); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -9 "$pid" 2>/dev/null || :
+  wait "$pid" 2>/dev/null || :
+  cat "$tmp/err" >&2
+  return 1
 }
-'

@@ -24,16 +24,8 @@ kill_mid_copy ()
     fail "nbdcp ended before the $side server was killed (too fast a server?)"
   kill -9 "$server"
   t0=$(date +%s.%N)
-  for i in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid" 2>/dev/null || :
-    wait "$pid" 2>/dev/null || :
-    cat "$tmp/err" >&2
+  ends_within "$pid" 10 ||
     fail "nbdcp still running 10 s after the $side server was killed: $*"
-  fi
   wait "$pid" || r=$?
   t1=$(date +%s.%N)
   wait "$server" 2>/dev/null || :

@@ -43,16 +43,7 @@ interrupt ()
     fail "nbdcp ended before SIG$sig was sent: $*"
   }
   kill -"$sig" "$pid"
-  for i in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid" 2>/dev/null || :
-    wait "$pid" 2>/dev/null || :
-    cat "$tmp/err" >&2
-    fail "nbdcp still running 5 s after SIG$sig: $*"
-  fi
+  ends_within "$pid" 5 || fail "nbdcp still running 5 s after SIG$sig: $*"
   wait "$pid" || r=$?
   [ "$r" -eq "$status" ] || {
     cat "$tmp/err" >&2
