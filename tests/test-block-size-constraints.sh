@@ -139,7 +139,9 @@ for mode in sync multi; do
       "$(uri_of "$tmp/q$mode.sock")" ||
       fail "compressed qcow2, $mode: nbdcp failed"
     # qemu-img opens the image itself: qemu-nbd must have closed it.
-    kill "$qemu_pid"
+    # (Without --persistent it may have exited already, when nbdcp, its
+    # last client, left.)
+    kill "$qemu_pid" 2>/dev/null || :
     wait "$qemu_pid" || :
   fi
   "$QEMU_IMG" compare -q -f raw -F qcow2 "$(uri_of "$tmp/q$mode-src.sock")" "$img" ||
