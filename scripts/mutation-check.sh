@@ -57,8 +57,8 @@
 # themselves see the damage, a mutation caught by the self-check is run
 # again with the self-check switched off as well (the mutation
 # segment-accounting-off applied too), and the catcher of that run is
-# shown as "oracle: TEST".  If no test catches it then, the table says
-# so ("self-check only"), and the script fails too.
+# shown as "without it: TEST".  If no test catches it then, the table
+# says so ("self-check only"), and the script fails too.
 #
 # segment-accounting-off on its own is an expected survivor: with a
 # correct engine the self-check never fires, so no test of the
@@ -223,7 +223,7 @@ mutation segment-accounting-off copy/engine.c \
   if (size == size)
     return 0;
 ' \
-'expected survivor: the self-check never fires when the engine is right, so no behaviour test can see it go; it shows its worth in the mutations it catches (the "oracle:" runs switch it off)'
+'expected survivor: the self-check never fires when the engine is right, so no behaviour test can see it go; it shows its worth in the mutations it catches (the "without it:" runs switch it off)'
 
 # --------------------------------------------------------------------------
 
@@ -593,7 +593,7 @@ for i in "${selected[@]}"; do
         oracle[$name]="self-check only"
         failures=$((failures + 1))
       else
-        oracle[$name]="oracle: ${catchers# }"
+        oracle[$name]="without it: ${catchers# }"
         oracle_hows[$name]=$how
       fi
       catchers=$first_catchers
