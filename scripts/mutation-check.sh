@@ -50,7 +50,7 @@
 # does not make the script fail.
 #
 # nbdcp checks its own accounting at the end of a copy (every byte of
-# every segment written, zeroed or skipped exactly once: engine.c,
+# every segment written, zeroed or skipped exactly once: job.c,
 # job_check_accounting) and fails with "internal error: ..." if not.
 # Several mutations are caught by that self-check rather than by a
 # test's oracle.  Both count as caught; but to show that the tests
@@ -86,7 +86,7 @@ mutation ()
 
 # The three ways of ignoring a failed request share one place: the top
 # of lane_op_done, where an error would stop the copy.
-op_done_top='  l->inflight--;
+op_done_top='  l->activity[side].progress_ms = now_ms ();
   op->in_flight = false;
 '
 
@@ -100,7 +100,7 @@ mutation drop-segment copy/lane.c \
     uint64_t len = MIN (SEGMENT_SIZE,
                         (uint64_t) atomic_load (&job->size) - SEGMENT_SIZE);
     l->stats.skipped_bytes += len;
-    count_done (l, SEGMENT_SIZE, len);
+    job_count_done (job, SEGMENT_SIZE, len);
     index = atomic_fetch_add (&job->next_segment, 1);
   }
 '
@@ -110,14 +110,14 @@ mutation tail-off-by-one copy/lane.c \
 '      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size) - 1);'
 
 mutation skip-zero-run copy/lane.c \
-'    if (runs[i].zero && opts->destination_is_zero) {' \
-'    if (runs[i].zero && (opts->destination_is_zero || i <= 1)) {'
+'    if (runs[i].zero && set->destination_is_zero) {' \
+'    if (runs[i].zero && (set->destination_is_zero || i <= 1)) {'
 
 mutation zero-where-data copy/lane.c \
 '    if (runs[i].zero) {
-      if (lane_zero (l, op, offset, runs[i].length) == -1)' \
+      if (lane_zero (l, op, b, offset, runs[i].length) == -1)' \
 '    if (runs[i].zero || (n > 1 && i == n - 1)) {
-      if (lane_zero (l, op, offset, runs[i].length) == -1)'
+      if (lane_zero (l, op, b, offset, runs[i].length) == -1)'
 
 mutation ignore-read-error copy/lane.c "$op_done_top" \
 "$op_done_top"'  if (op->kind == OP_READ)
@@ -143,9 +143,9 @@ mutation flush-too-early copy/lane.c \
 '  if (l->state != LANE_COPYING || !(stopped || nothing_left))'
 
 mutation skip-hole-zeroing copy/lane.c \
-'  if (job->opts->destination_is_zero) {
+'  if (l->set->destination_is_zero) {
     l->stats.hole_bytes += len;' \
-'  if (job->opts->destination_is_zero || !job->opts->allocated) {
+'  if (l->set->destination_is_zero || !l->set->allocated) {
     l->stats.hole_bytes += len;'
 
 mutation wrong-buffer-offset copy/lane.c \
@@ -163,7 +163,7 @@ mutation progress-100-on-failure copy/progress.c \
       write_fd_line (p, 100);' \
 '    write_fd_line (p, 100);'
 
-mutation stream-lose-tail copy/pipe.c \
+mutation stream-lose-tail copy/stream.c \
 '    op_complete_eof (op, got);' \
 '    op_complete_eof (op, 0);'
 
@@ -213,12 +213,10 @@ mutation failed-copy-exits-0 copy/main.c \
   /* A file written from a stream' \
 '  /* A file written from a stream'
 
-mutation segment-accounting-off copy/engine.c \
+mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
-  uint64_t sum = stats->data_bytes + stats->zero_bytes + stats->skipped_bytes;
 ' \
 '  uint64_t size = atomic_load (&job->size);
-  uint64_t sum = stats->data_bytes + stats->zero_bytes + stats->skipped_bytes;
 
   if (size == size)
     return 0;
