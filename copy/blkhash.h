@@ -19,6 +19,9 @@ enum blkhash_algo { BLKHASH_MD5, BLKHASH_SHA1, BLKHASH_SHA256, BLKHASH_SHA512 };
 #define BLKHASH_DEFAULT_ALGO BLKHASH_SHA256
 #define BLKHASH_DEFAULT_BLOCK (64 * 1024)
 #define BLKHASH_MAX_DIGEST 64
+/* Digest slots are limited to this much memory in all (but there are
+   always at least two). */
+#define BLKHASH_MAX_MEMORY ((uint64_t) 64 * 1024 * 1024)
 
 /* ALGO's name, or NULL; and the algorithm named NAME, or -1. */
 const char *blkhash_algo_name (int algo);

@@ -363,6 +363,13 @@ engine_setup (struct engine *e, const struct settings *set)
        those its reads in flight reach back to, and one that completed
        early and waits for its turn. */
     unsigned nslots = e->nlanes * (3 + set->queue_size / SEGMENT_SIZE);
+    /* Small blocks make big slots (16 MiB for sha512/512): fewer slots
+       then, and lanes wait for them more often (see blkhash.c). */
+    uint64_t per_slot
+        = blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, 1);
+    uint64_t fit = MAX (BLKHASH_MAX_MEMORY / per_slot, (uint64_t) 2);
+    if (nslots > fit)
+      nslots = fit;
     job->hash
         = blkhash_new (set->hash_algo, set->hash_block, SEGMENT_SIZE, nslots);
     if (!job->hash)

@@ -62,7 +62,7 @@ expect "hello goodbye, memory" $hello_goodbye \
 # Sparse-random sources of odd sizes (a short last block, segments of
 # 128 MiB, several lanes), every algorithm, several block sizes and
 # copy modes, to null: and to a memory disk checked with qemu-img.
-size=$((300 * 1024 * 1024 + 12345))
+size=$((260 * 1024 * 1024 + 12345))
 start_nbdkit sr sparse-random $size seed=7 percent=20 runlength=300000
 sr=$(uri_of "$tmp/sr.sock")
 "$QEMU_IMG" convert -f raw -O raw "$sr" "$tmp/sr.raw"
