@@ -120,6 +120,25 @@ expect "zero extents" "$want" \
 expect "zero extents, sha512/512" "$(python3 "$ref" sha512/512 "$tmp/zero.raw")" \
   "$(run_nbdcp --blkhash=sha512/512 -- [ "$NBDKIT" memory 5000000 ] null:)"
 
+# Memory follows what is in flight, not the disk size: a 1 TiB sparse
+# disk (16M blocks) through 4 lanes stays under the buffer pools
+# (4 x 16 MiB) + 32 MiB.  Its value: all 64K blocks are zero blocks.
+start_nbdkit tib memory 1T
+/usr/bin/time -f '%M' -o "$tmp/rss" timeout 120 "$NBDCP" -C 4 --blkhash \
+  "$(uri_of "$tmp/tib.sock")" null: >"$tmp/tib.sum"
+want=$(python3 -c '
+import hashlib, struct
+z = hashlib.sha256(bytes(65536)).digest() * 8192
+h = hashlib.sha256()
+for i in range(2048):
+    h.update(z)
+h.update(struct.pack("<Q", 1 << 40))
+print(h.hexdigest())')
+expect "1 TiB of zeroes" "$want" "$(cat "$tmp/tib.sum")"
+rss_kb=$(tail -1 "$tmp/rss")
+[ "$rss_kb" -lt $(((64 + 32) * 1024)) ] ||
+  fail "1 TiB: peak RSS ${rss_kb} KiB, over pools + 32 MiB"
+
 # --blkhash-file alone turns the checksum on and leaves stdout alone;
 # -v and --stats still work.
 run_nbdcp --blkhash-file="$tmp/h.sum" "$tmp/hello" null: >"$tmp/out"
