@@ -91,6 +91,17 @@ for spec in md5 sha1/512 sha256/4K sha512/1M sha256/2M sha1/64K md5/128K; do
     fail "$spec ${opts[*]}: the copy differs"
 done
 
+# Small blocks make few digest slots (4 for sha512/512, 64 MiB): four
+# lanes over six segments then wait for one another's segments to be
+# fed in order.
+size=$((700 * 1024 * 1024 + 4095))
+start_nbdkit sr7 sparse-random $size seed=11 percent=5
+"$QEMU_IMG" convert -f raw -O raw "$(uri_of "$tmp/sr7.sock")" "$tmp/sr7.raw"
+truncate -s $size "$tmp/sr7.raw"
+expect "sha512/512, few slots" "$(python3 "$ref" sha512/512 "$tmp/sr7.raw")" \
+  "$(run_nbdcp -C 4 --blkhash=sha512/512 "$(uri_of "$tmp/sr7.sock")" null:)"
+rm -f "$tmp/sr7.raw"
+
 # The same source from a file, from stdin (a stream: its size is known
 # only at the end) and into a stream.
 want=$(python3 "$ref" sha256 "$tmp/sr.raw")
