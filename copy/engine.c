@@ -149,8 +149,11 @@ worker_note_stall (struct worker *w)
   }
 }
 
+/* HASH_WAIT: a lane waits for another lane to free a --blkhash digest
+ * slot, which no event on this ring will announce: look again soon.
+ */
 static void
-worker_wait (struct worker *w)
+worker_wait (struct worker *w, bool hash_wait)
 {
   struct io_uring *ring = &w->ring;
   struct io_uring_cqe *cqe;
@@ -158,16 +161,19 @@ worker_wait (struct worker *w)
   int64_t timeout_ms = w->job->set->timeout_ms;
   int r;
 
-  if (timeout_ms) {
+  if (timeout_ms || hash_wait) {
     /* Wake at least every quarter of the timeout to check on requests. */
-    int64_t tick = MAX (timeout_ms / 4, (int64_t) 10);
+    int64_t tick = timeout_ms ? MAX (timeout_ms / 4, (int64_t) 10) : 1;
+    if (hash_wait)
+      tick = 1;
     struct __kernel_timespec ts = {
       .tv_sec = tick / 1000,
       .tv_nsec = (tick % 1000) * 1000000,
     };
     r = io_uring_submit_and_wait_timeout (ring, &cqe, 1, &ts, NULL);
     if (r == -ETIME) {
-      worker_check_timeouts (w);
+      if (timeout_ms)
+        worker_check_timeouts (w);
       return;
     }
   }
@@ -193,13 +199,14 @@ worker_run (void *arg)
   struct job *job = w->job;
 
   for (;;) {
-    bool all_done = true;
+    bool all_done = true, hash_wait = false;
 
     worker_process_done (w);
     for (unsigned i = 0; i < w->nlanes; i++) {
       lane_issue (w->lanes[i]);
       lane_check_finished (w->lanes[i]);
       all_done &= w->lanes[i]->state == LANE_DONE;
+      hash_wait |= w->lanes[i]->hash_wait && !job_stopped (job);
     }
     if (w->done.head)
       continue; /* requests that finished at once */
@@ -212,7 +219,7 @@ worker_run (void *arg)
       if (job->dst->ops->arm)
         job->dst->ops->arm (l->dst, &w->ring);
     }
-    worker_wait (w);
+    worker_wait (w, hash_wait);
     if (atomic_load (&job->abort) && !w->stall_noted)
       worker_note_stall (w);
   }
@@ -351,6 +358,28 @@ engine_setup (struct engine *e, const struct settings *set)
                                 sizeof *job->segment_done);
   if (!job->dst->caps.can_zero && !set->destination_is_zero)
     job->zero_buffer = e->zero_buffer = calloc (1, set->request_size);
+  if (set->hash_block) {
+    /* Segments a lane may be hashing at once: the one it issues from,
+       those its reads in flight reach back to, and one that completed
+       early and waits for its turn. */
+    unsigned nslots = e->nlanes * (3 + set->queue_size / SEGMENT_SIZE);
+    /* Small blocks make big slots (16 MiB for sha512/512): fewer slots
+       then, and lanes wait for them more often (see blkhash.c). */
+    uint64_t per_slot
+        = blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, 1);
+    uint64_t fit = MAX (BLKHASH_MAX_MEMORY / per_slot, (uint64_t) 2);
+    if (nslots > fit)
+      nslots = fit;
+    job->hash
+        = blkhash_new (set->hash_algo, set->hash_block, SEGMENT_SIZE, nslots);
+    if (!job->hash)
+      return -1;
+    note (
+        set->verbose,
+        "--blkhash %s/%" PRIu32 ": %u digest slots, %" PRIu64 " bytes",
+        blkhash_algo_name (set->hash_algo), set->hash_block, nslots,
+        blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, nslots));
+  }
   if (!e->lanes || !e->lane_ptrs || !e->workers
       || (job->nsegments != UINT64_MAX && !job->segment_done)
       || (!job->dst->caps.can_zero && !set->destination_is_zero
@@ -463,6 +492,7 @@ engine_teardown (struct engine *e)
   free (e->workers);
   free (e->zero_buffer);
   free (e->job.segment_done);
+  blkhash_free (e->job.hash);
   pthread_cond_destroy (&e->job.workers_changed);
   pthread_mutex_destroy (&e->job.lock);
 }
@@ -471,7 +501,7 @@ int
 engine_run (const struct settings *set, struct endpoint *src,
             struct endpoint *dst, uint64_t size, progress_fn progress,
             void *progress_arg, const volatile sig_atomic_t *interrupted,
-            struct copy_stats *stats)
+            struct copy_stats *stats, char *hash_out)
 {
   struct engine e = {
     .job = {
@@ -498,6 +528,9 @@ engine_run (const struct settings *set, struct endpoint *src,
     for (unsigned i = 0; i < e.started; i++)
       pthread_join (e.workers[i].thread, NULL);
     ret = engine_result (&e, stats);
+    if (ret == 0 && e.job.hash
+        && blkhash_finish (e.job.hash, stats->total_bytes, hash_out) == -1)
+      ret = -1;
     if (progress)
       progress (progress_arg, atomic_load (&e.job.bytes_done),
                 stats->total_bytes);

@@ -17,11 +17,13 @@ typedef void (*progress_fn) (void *arg, uint64_t done, uint64_t total);
  * becomes non-zero (a signal handler sets it).  Returns 0 when every
  * byte was written, zeroed or skipped exactly once and every
  * destination connection that was used was flushed; -1 after
- * error_set() otherwise.  STATS is filled in either way.
+ * error_set() otherwise.  STATS is filled in either way.  With
+ * --blkhash (SET->hash_block), the checksum is put into HASH_OUT
+ * (2 * BLKHASH_MAX_DIGEST + 1 bytes) on success.
  */
 int engine_run (const struct settings *set, struct endpoint *src,
                 struct endpoint *dst, uint64_t size, progress_fn progress,
                 void *progress_arg, const volatile sig_atomic_t *interrupted,
-                struct copy_stats *stats);
+                struct copy_stats *stats, char *hash_out);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "blkhash.h"
 #include "endpoint.h"
 #include "settings.h"
 
@@ -26,6 +27,7 @@ struct job {
   uint64_t nsegments;
   bool ordered;            /* the destination is a stream */
   const char *zero_buffer; /* for destinations that cannot zero */
+  struct blkhash *hash;    /* --blkhash, or NULL */
 
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */

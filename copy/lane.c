@@ -60,9 +60,25 @@ static bool
 lane_take_segment (struct lane *l)
 {
   struct job *job = l->job;
-  uint64_t index = atomic_fetch_add (&job->next_segment, 1);
+  uint64_t index;
 
-  if (l->eof || index >= job->nsegments) {
+  l->hash_wait = false;
+  if (l->eof) {
+    l->no_more_segments = true;
+    return false;
+  }
+  if (job->hash) {
+    /* Each segment needs a slot for its digests (see blkhash.c). */
+    int r = blkhash_take_segment (&l->hash, &job->next_segment, job->nsegments,
+                                  &index);
+    if (r == -1) {
+      l->hash_wait = true;
+      return false;
+    }
+  }
+  else
+    index = atomic_fetch_add (&job->next_segment, 1);
+  if (index >= job->nsegments) {
     l->no_more_segments = true;
     return false;
   }
@@ -87,7 +103,7 @@ lane_fetch_extents (struct lane *l)
   if (!l->set->extents || !job->src->ops->extents
       || !job->src->caps.can_extents) {
     extent_list_add (&l->extents, l->pos, len, false);
-    extent_list_align (&l->extents, l->set->block);
+    extent_list_align (&l->extents, l->set->align);
     return 0;
   }
   lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
@@ -163,6 +179,8 @@ lane_issue_zero_extent (struct lane *l, struct extent *e)
   uint64_t len = e->length;
 
   if (l->set->destination_is_zero) {
+    if (job->hash)
+      blkhash_add (&l->hash, e->offset, NULL, len, atomic_load (&job->size));
     l->stats.hole_bytes += len;
     l->stats.skipped_bytes += len;
     job_count_done (job, e->offset, len);
@@ -180,6 +198,10 @@ lane_issue_zero_extent (struct lane *l, struct extent *e)
     lane_put_zero_op (l, op);
     return -1;
   }
+  /* Zero extents are whole hash blocks (or end the disk), and so are
+     the pieces they are cut into (settings.c): no block is split. */
+  if (job->hash)
+    blkhash_add (&l->hash, e->offset, NULL, len, atomic_load (&job->size));
   l->stats.hole_bytes += len;
   lane_advance (l, e, len);
   return 0;
@@ -301,6 +323,10 @@ lane_write_buffer (struct lane *l, struct buffer *b)
     }
     b->pending++;
   }
+  /* Hashed once its writes are on their way: the buffer stays until
+     they are done, and the hashing overlaps them. */
+  if (job->hash && !job_stopped (job))
+    blkhash_add (&l->hash, b->offset, data, b->len, atomic_load (&job->size));
   if (b->pending == 0)
     buffer_release (l, b);
 }
@@ -346,7 +372,7 @@ lane_op_done (struct lane *l, struct op *op)
     /* A server that answered nothing for the range gets it read. */
     if (!op->err && l->extents.len == 0)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
-    extent_list_align (&l->extents, l->set->block);
+    extent_list_align (&l->extents, l->set->align);
     break;
   case OP_READ:
     if (op->err || job_stopped (job) || op->length == 0)
@@ -462,6 +488,8 @@ lane_init (struct lane *l, unsigned index, struct job *job,
     .src = src,
     .dst = dst,
   };
+  if (job->hash && blkhash_lane_init (&l->hash, job->hash) == -1)
+    return -1;
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;
   if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
@@ -483,6 +511,7 @@ lane_init (struct lane *l, unsigned index, struct job *job,
 void
 lane_destroy (struct lane *l)
 {
+  blkhash_lane_destroy (&l->hash);
   pool_destroy (&l->pool);
   free (l->buffers);
   free (l->zero_ops);

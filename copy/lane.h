@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "blkhash.h"
 #include "endpoint.h"
 #include "job.h"
 #include "op.h"
@@ -56,6 +57,10 @@ struct lane {
   uint64_t segment_end;
   bool no_more_segments;
   bool eof; /* a stream source has ended */
+  /* --blkhash: this lane's hashing, and whether it is waiting for a
+     free digest slot to take its next segment. */
+  struct blkhash_lane hash;
+  bool hash_wait;
 
   unsigned inflight; /* requests in flight, both sides */
   /* Per connection, [0] the source's and [1] the destination's: for

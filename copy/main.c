@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "blkhash.h"
 #include "endpoint.h"
 #include "engine.h"
 #include "error.h"
@@ -207,6 +208,29 @@ same_file (const struct endpoint *src, const struct endpoint *dst)
   return true;
 }
 
+/* The --blkhash checksum, on stdout or into --blkhash-file. */
+static int
+print_blkhash (const struct options *opts, const char *hash)
+{
+  FILE *fp = stdout;
+
+  if (opts->blkhash_file) {
+    fp = fopen (opts->blkhash_file, "w");
+    if (!fp) {
+      error_set ("--blkhash-file: %s: %s", opts->blkhash_file,
+                 strerror (errno));
+      return -1;
+    }
+  }
+  fprintf (fp, "%s\n", hash);
+  if (opts->blkhash_file ? fclose (fp) == EOF : fflush (fp) == EOF) {
+    error_set ("--blkhash%s: %s", opts->blkhash_file ? "-file" : "",
+               strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -268,9 +292,10 @@ main (int argc, char **argv)
 
   progress_init (&progress, opts.progress, opts.progress_fd, src->size >= 0);
   double start = now ();
+  char hash[2 * BLKHASH_MAX_DIGEST + 1] = "";
   r = engine_run (&set, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
-                  progress_update, &progress, &interrupt_signal, &stats);
+                  progress_update, &progress, &interrupt_signal, &stats, hash);
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
@@ -288,6 +313,8 @@ main (int argc, char **argv)
   /* A file written from a stream ends where the stream did. */
   if (src->size < 0 && dst->ops->set_size
       && dst->ops->set_size (dst, stats.total_bytes) == -1)
+    goto fail;
+  if (set.hash_block && print_blkhash (&opts, hash) == -1)
     goto fail;
   note (opts.verbose,
         "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64

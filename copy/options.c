@@ -15,6 +15,7 @@
 
 #include <libnbd.h>
 
+#include "blkhash.h"
 #include "human_size.h"
 #include "minmax.h"
 #include "options.h"
@@ -22,6 +23,8 @@
 enum {
   HELP_OPTION = CHAR_MAX + 1,
   ALLOCATED_OPTION,
+  BLKHASH_OPTION,
+  BLKHASH_FILE_OPTION,
   DESTINATION_IS_ZERO_OPTION,
   DIRECT_OPTION,
   FLUSH_OPTION,
@@ -41,6 +44,8 @@ static const char short_options[] = "C:pR:S:T:vV";
 static const struct option long_options[] = {
   { "help", no_argument, NULL, HELP_OPTION },
   { "allocated", no_argument, NULL, ALLOCATED_OPTION },
+  { "blkhash", optional_argument, NULL, BLKHASH_OPTION },
+  { "blkhash-file", required_argument, NULL, BLKHASH_FILE_OPTION },
   { "connections", required_argument, NULL, 'C' },
   { "destination-is-zero", no_argument, NULL, DESTINATION_IS_ZERO_OPTION },
   { "direct", no_argument, NULL, DIRECT_OPTION },
@@ -116,6 +121,17 @@ print_help (void)
           "to FD\n"
           "      --timeout=SECONDS    fail if a busy connection gets no reply\n"
           "                           in that time\n"
+          "      --blkhash[=ALGO[/BLOCKSIZE]]\n"
+          "                           print a checksum of the source made "
+          "while\n"
+          "                           copying, as nbdcopy and blksum do: ALGO "
+          "md5,\n"
+          "                           sha1, sha256 (default) or sha512; "
+          "BLOCKSIZE\n"
+          "                           a power of 2 from 512 to 32M (default "
+          "64K)\n"
+          "      --blkhash-file=FILE  write the checksum to FILE, not stdout\n"
+          "                           (implies --blkhash)\n"
           "      --stats[=json]       print what was copied, zeroed and "
           "skipped\n"
           "                           at the end (as one JSON object with "
@@ -192,6 +208,37 @@ parse_seconds (const char *arg, int64_t *ms)
   if (errno || end == arg || *end || !(s >= 0.01 && s <= 86400))
     return -1;
   *ms = s * 1000;
+  return 0;
+}
+
+/* --blkhash=ALGO[/BLOCKSIZE]. */
+static int
+parse_blkhash (const char *arg, struct options *opts)
+{
+  char name[16];
+  const char *slash = strchr (arg, '/');
+  size_t n = slash ? (size_t) (slash - arg) : strlen (arg);
+  int64_t size;
+
+  if (n == 0 || n >= sizeof name)
+    return bad ("--blkhash: '%s' is not ALGO[/BLOCKSIZE] (ALGO: md5, sha1, "
+                "sha256 or sha512)",
+                arg);
+  memcpy (name, arg, n);
+  name[n] = '\0';
+  opts->blkhash_algo = blkhash_algo_find (name);
+  if (opts->blkhash_algo < 0)
+    return bad ("--blkhash: unknown algorithm '%s' (md5, sha1, sha256 or "
+                "sha512)",
+                name);
+  if (!slash)
+    return 0;
+  if (human_size_parse (slash + 1, &size) == -1 || size < 512
+      || size > MAX_REQUEST_SIZE || !IS_POWER_OF_2 (size))
+    return bad ("--blkhash: block size '%s' must be a power of 2 from 512 to "
+                "32M",
+                slash + 1);
+  opts->blkhash_block = size;
   return 0;
 }
 
@@ -324,6 +371,8 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     .sparse_size = -1,
     .extents = true,
     .progress_fd = -1,
+    .blkhash_algo = BLKHASH_DEFAULT_ALGO,
+    .blkhash_block = BLKHASH_DEFAULT_BLOCK,
   };
 
   opterr = 0;
@@ -344,6 +393,17 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
       break;
     case DESTINATION_IS_ZERO_OPTION:
       opts->destination_is_zero = true;
+      break;
+    case BLKHASH_OPTION:
+      opts->blkhash = true;
+      if (optarg && parse_blkhash (optarg, opts) == -1)
+        return -1;
+      break;
+    case BLKHASH_FILE_OPTION:
+      if (optarg[0] == '\0')
+        return bad ("--blkhash-file: an empty file name");
+      opts->blkhash = true;
+      opts->blkhash_file = optarg;
       break;
     case DIRECT_OPTION:
       opts->direct = true;
@@ -433,6 +493,12 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
 
   if (parse_endpoints (ac, av, groups, opts) == -1)
     return -1;
+  if (opts->blkhash && !blkhash_available ())
+    return bad ("--blkhash is not built in (nbdcp was built without GnuTLS)");
+  if (opts->blkhash && !opts->blkhash_file && strcmp (opts->dst, "-") == 0
+      && !opts->dst_command)
+    return bad ("--blkhash would print the checksum into the copy on "
+                "standard output: use --blkhash-file");
 
   if (opts->synchronous) {
     /* nbdcopy's --synchronous means one request at a time; here that is

@@ -33,6 +33,10 @@ struct options {
   int64_t timeout_ms;       /* --timeout, 0 = none */
   bool stats;               /* --stats[=json] */
   bool stats_json;
+  bool blkhash;             /* --blkhash[=ALGO[/BLOCKSIZE]] or --blkhash-file */
+  int blkhash_algo;         /* enum blkhash_algo */
+  uint32_t blkhash_block;   /* bytes per hashed block */
+  const char *blkhash_file; /* --blkhash-file, else NULL: stdout */
 };
 
 /* Parses ARGV into OPTS.  Returns 0 to go on and copy, 1 when the

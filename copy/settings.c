@@ -83,9 +83,32 @@ settle_request_size (struct settings *s, const struct options *opts,
     s->request_size = limit;
   }
   s->request_size = MAX (s->request_size, s->block);
+  /* --blkhash: no request may split a hash block, so that each block's
+     digest is made in one place, from one buffer or one zero extent.
+     Extents are fitted to the hash block (a block with any data is
+     data) and reads are whole hash blocks. */
+  s->align = s->block;
+  if (opts->blkhash) {
+    s->hash_block = opts->blkhash_block;
+    s->hash_algo = opts->blkhash_algo;
+    if (limit < s->hash_block) {
+      error_set ("--blkhash: the block size, %" PRIu32 " bytes, is larger "
+                 "than the servers' largest request, %" PRIu32 " bytes",
+                 s->hash_block, limit);
+      return -1;
+    }
+    if (s->request_size < s->hash_block) {
+      note (s->verbose,
+            "request size raised from %" PRIu32 " to %" PRIu32
+            " (the --blkhash block size)",
+            s->request_size, s->hash_block);
+      s->request_size = s->hash_block;
+    }
+    s->align = MAX (s->block, s->hash_block);
+  }
   /* Zero requests are bounded by the destination's maximum too. */
   if (dst->caps.max_request)
-    s->zero_max = dst->caps.max_request / s->block * s->block;
+    s->zero_max = dst->caps.max_request / s->align * s->align;
   return 0;
 }
 

@@ -19,6 +19,10 @@ struct settings {
   uint64_t queue_size;      /* bytes in flight per lane */
   uint32_t sparse_size;     /* zero-detection block, 0 = off */
   uint32_t block;           /* every request is a multiple of it */
+  uint32_t align;           /* extents are fitted to it: block, or the
+                               --blkhash block if larger */
+  uint32_t hash_block;      /* --blkhash block, 0 = no --blkhash */
+  int hash_algo;            /* --blkhash algorithm */
   uint64_t zero_max;        /* the longest zero request, 0 = a segment */
   bool extents;             /* ask the source for holes */
   bool allocated;           /* zero with NO_HOLE; data written whole */

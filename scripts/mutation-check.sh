@@ -91,9 +91,11 @@ op_done_top='  l->activity[side].progress_ms = now_ms ();
 '
 
 mutation drop-segment copy/lane.c \
-'  uint64_t index = atomic_fetch_add (&job->next_segment, 1);
+'  else
+    index = atomic_fetch_add (&job->next_segment, 1);
 ' \
-'  uint64_t index = atomic_fetch_add (&job->next_segment, 1);
+'  else
+    index = atomic_fetch_add (&job->next_segment, 1);
 
   /* Segment 1 is passed over as if it were done (and counted so). */
   if (index == 1 && index < job->nsegments) {
@@ -144,9 +146,9 @@ mutation flush-too-early copy/lane.c \
 
 mutation skip-hole-zeroing copy/lane.c \
 '  if (l->set->destination_is_zero) {
-    l->stats.hole_bytes += len;' \
+    if (job->hash)' \
 '  if (l->set->destination_is_zero || !l->set->allocated) {
-    l->stats.hole_bytes += len;'
+    if (job->hash)'
 
 mutation wrong-buffer-offset copy/lane.c \
 '      if (dst->ops->write (l->dst, data + runs[i].offset, runs[i].length,' \

@@ -1,0 +1,392 @@
+/* --blkhash (see blkhash.h), on GnuTLS's hash functions.
+ *
+ * Digests are kept per segment, in slots allocated before the copy.  A
+ * lane takes a slot with each segment; the slot's digests are filled in
+ * any order as reads finish (one digest per block: the engine never
+ * splits a hash block between two requests, see settings.c), and once
+ * all its bytes are in, the slot is complete.  Complete slots are fed
+ * to the final hash strictly in segment order, by whichever lane
+ * completes the segment the final hash waits for; a slot that completes
+ * early waits for it.  With no slot free a lane takes no new segment
+ * until one is fed: the segment being waited for is always held by a
+ * lane that can finish it without a new slot, so this cannot deadlock.
+ */
+#include <config.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_GNUTLS
+#include <gnutls/crypto.h>
+#endif
+
+#include "blkhash.h"
+#include "error.h"
+#include "is_zero.h"
+#include "minmax.h"
+
+static const char *const algo_names[] = { "md5", "sha1", "sha256", "sha512" };
+
+const char *
+blkhash_algo_name (int algo)
+{
+  return algo >= 0 && algo < (int) (sizeof algo_names / sizeof *algo_names)
+             ? algo_names[algo]
+             : NULL;
+}
+
+int
+blkhash_algo_find (const char *name)
+{
+  for (int i = 0; blkhash_algo_name (i); i++)
+    if (strcmp (name, algo_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+static size_t
+digest_len (int algo)
+{
+  static const size_t len[] = { 16, 20, 32, 64 };
+  return len[algo];
+}
+
+uint64_t
+blkhash_memory (int algo, uint32_t block, uint64_t segment_size,
+                unsigned nslots)
+{
+  return (uint64_t) nslots * (segment_size / block) * digest_len (algo);
+}
+
+#ifdef HAVE_GNUTLS
+
+enum slot_state { SLOT_FREE, SLOT_HASHING, SLOT_COMPLETE };
+
+struct blkhash_slot {
+  enum slot_state state; /* changed under the lock */
+  uint64_t segment;
+  uint64_t bytes; /* hashed so far; only its lane touches it */
+  unsigned char *digests;
+};
+
+struct blkhash {
+  gnutls_digest_algorithm_t galgo;
+  int algo;
+  size_t dlen;
+  uint32_t block;
+  uint64_t segment_size;
+  unsigned char zero_digest[BLKHASH_MAX_DIGEST]; /* of a whole block */
+  char *zeroes;                                  /* one block */
+
+  pthread_mutex_t lock; /* guards the fields below and slot states */
+  gnutls_hash_hd_t final;
+  uint64_t next_feed; /* the segment the final hash waits for */
+  struct blkhash_slot *slots;
+  unsigned nslots;
+  unsigned char *digest_store;
+};
+
+bool
+blkhash_available (void)
+{
+  return true;
+}
+
+static const gnutls_digest_algorithm_t galgos[]
+    = { GNUTLS_DIG_MD5, GNUTLS_DIG_SHA1, GNUTLS_DIG_SHA256, GNUTLS_DIG_SHA512 };
+
+struct blkhash *
+blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots)
+{
+  struct blkhash *h = calloc (1, sizeof *h);
+  size_t per_slot;
+  int r;
+
+  if (!h) {
+    error_set ("out of memory");
+    return NULL;
+  }
+  h->algo = algo;
+  h->galgo = galgos[algo];
+  h->dlen = digest_len (algo);
+  h->block = block;
+  h->segment_size = segment_size;
+  h->nslots = nslots;
+  pthread_mutex_init (&h->lock, NULL);
+  per_slot = segment_size / block * h->dlen;
+  h->zeroes = calloc (1, block);
+  h->slots = calloc (nslots, sizeof *h->slots);
+  h->digest_store = malloc ((size_t) nslots * per_slot);
+  if (!h->zeroes || !h->slots || !h->digest_store) {
+    error_set ("out of memory for --blkhash digests");
+    blkhash_free (h);
+    return NULL;
+  }
+  for (unsigned i = 0; i < nslots; i++)
+    h->slots[i].digests = h->digest_store + i * per_slot;
+  r = gnutls_hash_fast (h->galgo, h->zeroes, block, h->zero_digest);
+  if (r == 0)
+    r = gnutls_hash_init (&h->final, h->galgo);
+  if (r < 0) {
+    error_set ("--blkhash: %s: %s", algo_names[algo], gnutls_strerror (r));
+    blkhash_free (h);
+    return NULL;
+  }
+  return h;
+}
+
+void
+blkhash_free (struct blkhash *h)
+{
+  if (!h)
+    return;
+  if (h->final)
+    gnutls_hash_deinit (h->final, NULL);
+  pthread_mutex_destroy (&h->lock);
+  free (h->zeroes);
+  free (h->slots);
+  free (h->digest_store);
+  free (h);
+}
+
+int
+blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h)
+{
+  gnutls_hash_hd_t ctx;
+  int r;
+
+  *hl = (struct blkhash_lane){ .h = h };
+  hl->slots = calloc (h->nslots, sizeof *hl->slots);
+  if (!hl->slots) {
+    error_set ("out of memory");
+    return -1;
+  }
+  r = gnutls_hash_init (&ctx, h->galgo);
+  if (r < 0) {
+    error_set ("--blkhash: %s", gnutls_strerror (r));
+    return -1;
+  }
+  hl->ctx = ctx;
+  return 0;
+}
+
+void
+blkhash_lane_destroy (struct blkhash_lane *hl)
+{
+  if (hl->ctx)
+    gnutls_hash_deinit ((gnutls_hash_hd_t) hl->ctx, NULL);
+  free (hl->slots);
+  hl->ctx = NULL;
+  hl->slots = NULL;
+}
+
+/* Bytes of SEGMENT in a disk of SIZE bytes. */
+static uint64_t
+segment_len (const struct blkhash *h, uint64_t segment, uint64_t size)
+{
+  uint64_t start = segment * h->segment_size;
+
+  return start >= size ? 0 : MIN (h->segment_size, size - start);
+}
+
+static uint64_t
+segment_blocks (const struct blkhash *h, uint64_t segment, uint64_t size)
+{
+  return (segment_len (h, segment, size) + h->block - 1) / h->block;
+}
+
+/* Feed every complete slot that the final hash is waiting for.  Called
+ * with the lock held.
+ */
+static void
+feed_ready (struct blkhash *h, uint64_t size)
+{
+  bool fed;
+
+  do {
+    fed = false;
+    for (unsigned i = 0; i < h->nslots; i++) {
+      struct blkhash_slot *s = &h->slots[i];
+
+      if (s->state != SLOT_COMPLETE || s->segment != h->next_feed)
+        continue;
+      gnutls_hash (h->final, s->digests,
+                   segment_blocks (h, s->segment, size) * h->dlen);
+      s->state = SLOT_FREE;
+      h->next_feed++;
+      fed = true;
+    }
+  } while (fed);
+}
+
+int
+blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
+                      uint64_t nsegments, uint64_t *index)
+{
+  struct blkhash *h = hl->h;
+  struct blkhash_slot *s = NULL;
+  int ret = 1;
+
+  pthread_mutex_lock (&h->lock);
+  for (unsigned i = 0; i < h->nslots && !s; i++)
+    if (h->slots[i].state == SLOT_FREE)
+      s = &h->slots[i];
+  if (!s)
+    ret = -1;
+  else {
+    *index = atomic_fetch_add (next, 1);
+    if (*index >= nsegments)
+      ret = 0;
+    else {
+      s->state = SLOT_HASHING;
+      s->segment = *index;
+      s->bytes = 0;
+      hl->slots[hl->nslots++] = s;
+    }
+  }
+  pthread_mutex_unlock (&h->lock);
+  return ret;
+}
+
+static void
+hash_block (struct blkhash_lane *hl, const char *data, size_t len,
+            unsigned char *out)
+{
+  struct blkhash *h = hl->h;
+  gnutls_hash_hd_t ctx = hl->ctx;
+
+  if (len == h->block && (!data || is_zero (data, len))) {
+    memcpy (out, h->zero_digest, h->dlen);
+    return;
+  }
+  gnutls_hash (ctx, data ? data : h->zeroes, len);
+  gnutls_hash_output (ctx, out);
+}
+
+void
+blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
+             size_t len, uint64_t size)
+{
+  struct blkhash *h = hl->h;
+  uint64_t segment = offset / h->segment_size;
+  struct blkhash_slot *s = NULL;
+  unsigned k;
+
+  for (k = 0; k < hl->nslots; k++)
+    if (hl->slots[k]->segment == segment) {
+      s = hl->slots[k];
+      break;
+    }
+  if (!s)
+    abort (); /* a lane only hashes segments it took */
+
+  for (size_t pos = 0; pos < len; pos += h->block) {
+    size_t n = MIN ((size_t) h->block, len - pos);
+    uint64_t i = (offset + pos - segment * h->segment_size) / h->block;
+
+    hash_block (hl, data ? data + pos : NULL, n, s->digests + i * h->dlen);
+  }
+  s->bytes += len;
+  if (s->bytes < segment_len (h, segment, size))
+    return;
+
+  /* Complete: no longer this lane's; feed it if it is its turn. */
+  hl->slots[k] = hl->slots[--hl->nslots];
+  pthread_mutex_lock (&h->lock);
+  s->state = SLOT_COMPLETE;
+  feed_ready (h, size);
+  pthread_mutex_unlock (&h->lock);
+}
+
+int
+blkhash_finish (struct blkhash *h, uint64_t size, char *out)
+{
+  unsigned char le[8], digest[BLKHASH_MAX_DIGEST];
+
+  pthread_mutex_lock (&h->lock);
+  /* A stream's last segment may have been complete only once its size
+     was known (a read that found the end and nothing more). */
+  for (unsigned i = 0; i < h->nslots; i++) {
+    struct blkhash_slot *s = &h->slots[i];
+    if (s->state == SLOT_HASHING
+        && s->bytes == segment_len (h, s->segment, size))
+      s->state = SLOT_COMPLETE;
+  }
+  feed_ready (h, size);
+  if (h->next_feed * h->segment_size < size) {
+    pthread_mutex_unlock (&h->lock);
+    error_set ("--blkhash: internal error: the blocks from offset %llu on "
+               "were not all hashed",
+               (unsigned long long) (h->next_feed * h->segment_size));
+    return -1;
+  }
+  for (int i = 0; i < 8; i++)
+    le[i] = size >> (8 * i);
+  gnutls_hash (h->final, le, sizeof le);
+  gnutls_hash_output (h->final, digest);
+  pthread_mutex_unlock (&h->lock);
+  for (size_t i = 0; i < h->dlen; i++)
+    sprintf (out + 2 * i, "%02x", digest[i]);
+  out[2 * h->dlen] = '\0';
+  return 0;
+}
+
+#else /* !HAVE_GNUTLS */
+
+struct blkhash {
+  int unused;
+};
+
+bool
+blkhash_available (void)
+{
+  return false;
+}
+
+struct blkhash *
+blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots)
+{
+  error_set ("--blkhash is not built in (nbdcp was built without GnuTLS)");
+  return NULL;
+}
+
+void
+blkhash_free (struct blkhash *h)
+{
+}
+
+int
+blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h)
+{
+  error_set ("--blkhash is not built in");
+  return -1;
+}
+
+void
+blkhash_lane_destroy (struct blkhash_lane *hl)
+{
+}
+
+int
+blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
+                      uint64_t nsegments, uint64_t *index)
+{
+  return 0;
+}
+
+void
+blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
+             size_t len, uint64_t size)
+{
+}
+
+int
+blkhash_finish (struct blkhash *h, uint64_t size, char *out)
+{
+  error_set ("--blkhash is not built in");
+  return -1;
+}
+
+#endif

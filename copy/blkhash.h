@@ -1,0 +1,80 @@
+/* --blkhash: a block checksum of the source computed while copying,
+ * the same value as nbdcopy's --blkhash and blksum: H(d_0 || ... ||
+ * d_{n-1} || le64(size)), d_i = H(block i).  Lanes hash the blocks of
+ * the buffers they read (and give zero extents the digest of a zero
+ * block) in any order; the digests of a segment are kept only until
+ * the segment is complete and all earlier ones have been fed, in
+ * order, to the final hash.
+ */
+#ifndef NBDCP_BLKHASH_H
+#define NBDCP_BLKHASH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The algorithms, in the order of blkhash_algo_names. */
+enum blkhash_algo { BLKHASH_MD5, BLKHASH_SHA1, BLKHASH_SHA256, BLKHASH_SHA512 };
+#define BLKHASH_DEFAULT_ALGO BLKHASH_SHA256
+#define BLKHASH_DEFAULT_BLOCK (64 * 1024)
+#define BLKHASH_MAX_DIGEST 64
+/* Digest slots are limited to this much memory in all (but there are
+   always at least two). */
+#define BLKHASH_MAX_MEMORY ((uint64_t) 64 * 1024 * 1024)
+
+/* ALGO's name, or NULL; and the algorithm named NAME, or -1. */
+const char *blkhash_algo_name (int algo);
+int blkhash_algo_find (const char *name);
+/* Whether nbdcp was built with a hash library. */
+bool blkhash_available (void);
+
+struct blkhash;
+struct blkhash_slot;
+
+/* A lane's part: its own hash context and the segments it is hashing. */
+struct blkhash_lane {
+  struct blkhash *h;
+  void *ctx;                   /* gnutls_hash_hd_t */
+  struct blkhash_slot **slots; /* segments taken and not yet complete */
+  unsigned nslots;
+};
+
+/* Everything is allocated here, before the copy starts: NSLOTS segment
+ * slots of (segment_size / BLOCK) digests each.  Returns NULL after
+ * error_set().
+ */
+struct blkhash *blkhash_new (int algo, uint32_t block, uint64_t segment_size,
+                             unsigned nslots);
+void blkhash_free (struct blkhash *h);
+/* The memory blkhash_new takes for these parameters, for messages. */
+uint64_t blkhash_memory (int algo, uint32_t block, uint64_t segment_size,
+                         unsigned nslots);
+
+int blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h);
+void blkhash_lane_destroy (struct blkhash_lane *hl);
+
+/* Take a slot for a segment and the segment's index from *NEXT (under
+ * the hash's lock, so that segments are always taken with a slot and
+ * in order).  Returns 1 with *INDEX set, 0 if no segment is left
+ * (INDEX >= NSEGMENTS), -1 if no slot is free for now: try again once
+ * other lanes have made progress.
+ */
+int blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
+                          uint64_t nsegments, uint64_t *index);
+
+/* The bytes [OFFSET, OFFSET+LEN) of the disk, DATA, or zeroes if DATA
+ * is NULL.  OFFSET is a multiple of the hash block, and LEN is too
+ * unless the range ends the disk.  SIZE is the disk size as far as
+ * known (UINT64_MAX for a stream that has not ended).
+ */
+void blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
+                  size_t len, uint64_t size);
+
+/* Once every worker has ended: the final value for a disk of SIZE
+ * bytes, in lowercase hex, into OUT (2 * BLKHASH_MAX_DIGEST + 1).
+ * Returns -1 after error_set() if any block was not hashed.
+ */
+int blkhash_finish (struct blkhash *h, uint64_t size, char *out);
+
+#endif
