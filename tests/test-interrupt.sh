@@ -71,12 +71,24 @@ interrupt INT 130 -C 1 -R 1 "$src" "$dst"
 interrupt TERM 143 -C 4 -R 1 "$src" "$dst"
 interrupt HUP 129 -C 1 -R 1 "$src" "$dst"
 
+# fresh_psrc: a new pattern source in $psrc.  nbdkit 1.32 may abort
+# (an assertion in its reply code) when a client it is answering goes
+# away with requests in flight, which is what an interrupted nbdcp
+# does; that is nbdkit's bug, so each step gets a source of its own.
+npsrc=0
+fresh_psrc ()
+{
+  npsrc=$((npsrc + 1))
+  start_nbdkit "psrc$npsrc" -r pattern size=$size
+  psrc=$(uri_of "$tmp/psrc$npsrc.sock")
+}
+
 # A slow destination (writes take 0.1 s).
 start_nbdkit slowdst --filter=delay memory size=$size wdelay=100ms
-start_nbdkit psrc -r pattern size=$size
+fresh_psrc
 slowdst=$(uri_of "$tmp/slowdst.sock")
-psrc=$(uri_of "$tmp/psrc.sock")
 interrupt TERM 143 -C 1 -R 1 "$psrc" "$slowdst"
+fresh_psrc
 interrupt INT 130 -C 2 -R 2 "$psrc" "$slowdst"
 
 # Both servers still work: full copies to and from them succeed (at full
@@ -84,6 +96,7 @@ interrupt INT 130 -C 2 -R 2 "$psrc" "$slowdst"
 # destinations that the interrupted copies left half written.
 run_nbdcp "$src" "$dst"
 check_same "$(uri_of "$tmp/ref.sock")" "$dst" "after the interruptions"
+fresh_psrc
 run_nbdcp "$psrc" "$slowdst"
 check_same "$psrc" "$slowdst" "to the slow destination"
 
@@ -91,6 +104,7 @@ check_same "$psrc" "$slowdst" "to the slow destination"
 # message names the request that had waited, and for how long.
 start_nbdkit stuck --filter=delay memory size=$size wdelay=60
 after=6
+fresh_psrc
 interrupt TERM 143 -C 1 "$psrc" "$(uri_of "$tmp/stuck.sock")"
 grep -Eq 'the oldest request, destination write at offset [0-9]+ length [0-9]+, had waited ([5-9]|[1-9][0-9])\.[0-9] s for a reply$' "$tmp/err" ||
   fail "the stuck request is not named: $(cat "$tmp/err")"
@@ -114,6 +128,7 @@ done
 
 # A subprocess destination too.
 marker="$tmp/subprocess-dst.pid"
+fresh_psrc
 interrupt TERM 143 -C 1 -R 1 -- "$psrc" \
   [ "$NBDKIT" --pidfile="$marker" --filter=delay memory size=$size \
     wdelay=100ms ]
@@ -161,6 +176,7 @@ for sig in TERM INT QUIT HUP; do
   # side (the source is connected already).
   marker="$tmp/handshake-$sig.pid"
   rm -f "$tmp/sockpath"
+  fresh_psrc
   interrupt $sig $status -- "$psrc" \
     [ sh -c "$sockpath; exec $NBDKIT --pidfile=$marker --filter=delay \
       memory $size delay-open=10" "$tmp/sockpath" ]
