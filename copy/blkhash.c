@@ -86,6 +86,12 @@ struct blkhash {
   struct blkhash_slot *slots;
   unsigned nslots;
   unsigned char *digest_store;
+  /* One digest per segment fed, for --verify to name the first segment
+     that differs: nsegments / 128 MiB of a disk, 256 KiB for 1 TiB in
+     sha256.  A stream's grows as it goes (see grow_segment_digests). */
+  unsigned char *segment_digests;
+  uint64_t segment_digests_room; /* segments it has room for */
+  bool out_of_memory;
 };
 
 bool
@@ -98,7 +104,8 @@ static const gnutls_digest_algorithm_t galgos[]
     = { GNUTLS_DIG_MD5, GNUTLS_DIG_SHA1, GNUTLS_DIG_SHA256, GNUTLS_DIG_SHA512 };
 
 struct blkhash *
-blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots)
+blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots,
+             uint64_t nsegments)
 {
   struct blkhash *h = calloc (1, sizeof *h);
   size_t per_slot;
@@ -119,7 +126,10 @@ blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots)
   h->zeroes = calloc (1, block);
   h->slots = calloc (nslots, sizeof *h->slots);
   h->digest_store = malloc ((size_t) nslots * per_slot);
-  if (!h->zeroes || !h->slots || !h->digest_store) {
+  /* A stream starts with room for 1 GiB worth of segments. */
+  h->segment_digests_room = nsegments == UINT64_MAX ? 8 : MAX (nsegments, (uint64_t) 1);
+  h->segment_digests = malloc (h->segment_digests_room * h->dlen);
+  if (!h->zeroes || !h->slots || !h->digest_store || !h->segment_digests) {
     error_set ("out of memory for --blkhash digests");
     blkhash_free (h);
     return NULL;
@@ -148,6 +158,7 @@ blkhash_free (struct blkhash *h)
   free (h->zeroes);
   free (h->slots);
   free (h->digest_store);
+  free (h->segment_digests);
   free (h);
 }
 
@@ -197,6 +208,30 @@ segment_blocks (const struct blkhash *h, uint64_t segment, uint64_t size)
   return (segment_len (h, segment, size) + h->block - 1) / h->block;
 }
 
+/* Make room for SEGMENT's digest (a stream source, whose size is not
+ * known in advance): doubling, so a stream of N segments reallocates
+ * log2(N / 8) times.  Called with the lock held.
+ */
+static bool
+grow_segment_digests (struct blkhash *h, uint64_t segment)
+{
+  uint64_t room = h->segment_digests_room;
+  unsigned char *p;
+
+  if (segment < room)
+    return true;
+  while (room <= segment)
+    room *= 2;
+  p = realloc (h->segment_digests, room * h->dlen);
+  if (!p) {
+    h->out_of_memory = true;
+    return false;
+  }
+  h->segment_digests = p;
+  h->segment_digests_room = room;
+  return true;
+}
+
 /* Feed every complete slot that the final hash is waiting for.  Called
  * with the lock held.
  */
@@ -212,8 +247,11 @@ feed_ready (struct blkhash *h, uint64_t size)
 
       if (s->state != SLOT_COMPLETE || s->segment != h->next_feed)
         continue;
-      gnutls_hash (h->final, s->digests,
-                   segment_blocks (h, s->segment, size) * h->dlen);
+      size_t len = segment_blocks (h, s->segment, size) * h->dlen;
+      gnutls_hash (h->final, s->digests, len);
+      if (grow_segment_digests (h, s->segment))
+        gnutls_hash_fast (h->galgo, s->digests, len,
+                          h->segment_digests + s->segment * h->dlen);
       s->state = SLOT_FREE;
       h->next_feed++;
       fed = true;
@@ -315,6 +353,11 @@ blkhash_finish (struct blkhash *h, uint64_t size, char *out)
       s->state = SLOT_COMPLETE;
   }
   feed_ready (h, size);
+  if (h->out_of_memory) {
+    pthread_mutex_unlock (&h->lock);
+    error_set ("--blkhash: out of memory for segment digests");
+    return -1;
+  }
   if (h->next_feed * h->segment_size < size) {
     pthread_mutex_unlock (&h->lock);
     error_set ("--blkhash: internal error: the blocks from offset %llu on "
@@ -333,6 +376,19 @@ blkhash_finish (struct blkhash *h, uint64_t size, char *out)
   return 0;
 }
 
+uint64_t
+blkhash_first_difference (const struct blkhash *a, const struct blkhash *b)
+{
+  uint64_t n = MIN (a->next_feed, b->next_feed);
+
+  for (uint64_t i = 0; i < n; i++)
+    if (memcmp (a->segment_digests + i * a->dlen,
+                b->segment_digests + i * b->dlen, a->dlen)
+        != 0)
+      return i;
+  return a->next_feed == b->next_feed ? UINT64_MAX : n;
+}
+
 #else /* !HAVE_GNUTLS */
 
 struct blkhash {
@@ -346,7 +402,8 @@ blkhash_available (void)
 }
 
 struct blkhash *
-blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots)
+blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots,
+             uint64_t nsegments)
 {
   error_set ("--blkhash is not built in (nbdcp was built without GnuTLS)");
   return NULL;
@@ -387,6 +444,12 @@ blkhash_finish (struct blkhash *h, uint64_t size, char *out)
 {
   error_set ("--blkhash is not built in");
   return -1;
+}
+
+uint64_t
+blkhash_first_difference (const struct blkhash *a, const struct blkhash *b)
+{
+  return UINT64_MAX;
 }
 
 #endif

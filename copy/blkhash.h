@@ -41,11 +41,13 @@ struct blkhash_lane {
 };
 
 /* Everything is allocated here, before the copy starts: NSLOTS segment
- * slots of (segment_size / BLOCK) digests each.  Returns NULL after
+ * slots of (segment_size / BLOCK) digests each, and one digest per
+ * segment for NSEGMENTS segments (UINT64_MAX for a stream: that array
+ * then grows, by doubling, as segments are fed).  Returns NULL after
  * error_set().
  */
 struct blkhash *blkhash_new (int algo, uint32_t block, uint64_t segment_size,
-                             unsigned nslots);
+                             unsigned nslots, uint64_t nsegments);
 void blkhash_free (struct blkhash *h);
 /* The memory blkhash_new takes for these parameters, for messages. */
 uint64_t blkhash_memory (int algo, uint32_t block, uint64_t segment_size,
@@ -76,5 +78,13 @@ void blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
  * Returns -1 after error_set() if any block was not hashed.
  */
 int blkhash_finish (struct blkhash *h, uint64_t size, char *out);
+
+/* After blkhash_finish on both: the first segment whose digest differs
+ * between A and B (made with the same algorithm, block and segment
+ * sizes), or UINT64_MAX if none does.  Each segment's digest is the
+ * hash of its blocks' digests, kept for --verify.
+ */
+uint64_t blkhash_first_difference (const struct blkhash *a,
+                                   const struct blkhash *b);
 
 #endif

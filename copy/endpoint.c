@@ -130,6 +130,14 @@ endpoint_is_stream (const char *spec, char **command, bool writable)
   return classify (spec, command, writable) == &stream_endpoint_ops;
 }
 
+bool
+endpoint_can_read_back (const char *spec, char **command)
+{
+  const struct endpoint_ops *ops = classify (spec, command, true);
+
+  return ops && ops != &null_endpoint_ops && ops != &stream_endpoint_ops;
+}
+
 struct endpoint *
 endpoint_open (const char *spec, char **command, bool writable, unsigned want,
                const struct options *opts)

@@ -101,6 +101,10 @@ struct endpoint_ops {
   void (*attach) (struct conn *c, struct io_uring *ring, const char *bufs,
                   size_t bufs_len, int buf_index);
 
+  /* Optional: the worker that drove C has ended and its ring is going
+     away; forget whatever C had armed on it. */
+  void (*detach) (struct conn *c);
+
   /* Optional, destinations: make the destination exactly SIZE bytes
      (regular files).  Called before the size check. */
   int (*set_size) (struct endpoint *ep, int64_t size);
@@ -154,6 +158,11 @@ void endpoint_close (struct endpoint *ep, bool clean);
  * endpoint_open decides.
  */
 bool endpoint_is_stream (const char *spec, char **command, bool writable);
+
+/* True if the destination SPEC (or COMMAND) can be read back after the
+ * copy (--verify): not null:, not a stream.
+ */
+bool endpoint_can_read_back (const char *spec, char **command);
 
 /* The number of the signal that asked nbdcp to stop, or 0; set by
  * main's handler.  Opening an endpoint can wait a long time (a server

@@ -114,7 +114,7 @@ worker_check_timeouts (struct worker *w)
       continue;
     snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
               limit / 1000.0);
-    job_fail_code (job, op_side (op->kind), op_what (op->kind), op->offset,
+    job_fail_code (job, job_side (job, op->kind), op_what (op->kind), op->offset,
                    op->length, why, ETIMEDOUT);
     atomic_store (&job->abort, true);
     return;
@@ -141,7 +141,7 @@ worker_note_stall (struct worker *w)
     if (now - op->sent_ms > job->stalled_ms) {
       job->stalled_ms = now - op->sent_ms;
       snprintf (job->stalled_op, sizeof job->stalled_op, "%s %s",
-                op_side (op->kind), op_what (op->kind));
+                job_side (job, op->kind), op_what (op->kind));
       job->stalled_offset = op->offset;
       job->stalled_length = op->length;
     }
@@ -370,8 +370,8 @@ engine_setup (struct engine *e, const struct settings *set)
     uint64_t fit = MAX (BLKHASH_MAX_MEMORY / per_slot, (uint64_t) 2);
     if (nslots > fit)
       nslots = fit;
-    job->hash
-        = blkhash_new (set->hash_algo, set->hash_block, SEGMENT_SIZE, nslots);
+    job->hash = blkhash_new (set->hash_algo, set->hash_block, SEGMENT_SIZE,
+                             nslots, job->nsegments);
     if (!job->hash)
       return -1;
     note (
@@ -481,6 +481,13 @@ engine_result (struct engine *e, struct copy_stats *stats)
 static void
 engine_teardown (struct engine *e)
 {
+  struct endpoint *eps[] = { e->job.src, e->job.dst };
+
+  /* The connections outlive the rings (--verify reads the destination
+     back on new ones): they must forget these. */
+  for (unsigned k = 0; k < 2; k++)
+    for (unsigned i = 0; eps[k]->ops->detach && i < eps[k]->nconns; i++)
+      eps[k]->ops->detach (eps[k]->conns[i]);
   for (unsigned i = 0; e->workers && i < e->nworkers; i++)
     if (e->workers[i].ring_ready)
       io_uring_queue_exit (&e->workers[i].ring);
@@ -501,7 +508,7 @@ int
 engine_run (const struct settings *set, struct endpoint *src,
             struct endpoint *dst, uint64_t size, progress_fn progress,
             void *progress_arg, const volatile sig_atomic_t *interrupted,
-            struct copy_stats *stats, char *hash_out)
+            struct copy_stats *stats, char *hash_out, struct blkhash **hash)
 {
   struct engine e = {
     .job = {
@@ -534,6 +541,10 @@ engine_run (const struct settings *set, struct endpoint *src,
     if (progress)
       progress (progress_arg, atomic_load (&e.job.bytes_done),
                 stats->total_bytes);
+  }
+  if (hash && ret == 0) {
+    *hash = e.job.hash;
+    e.job.hash = NULL;
   }
   engine_teardown (&e);
   return ret;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "blkhash.h"
 #include "endpoint.h"
 #include "settings.h"
 #include "stats.h"
@@ -18,12 +19,15 @@ typedef void (*progress_fn) (void *arg, uint64_t done, uint64_t total);
  * byte was written, zeroed or skipped exactly once and every
  * destination connection that was used was flushed; -1 after
  * error_set() otherwise.  STATS is filled in either way.  With
- * --blkhash (SET->hash_block), the checksum is put into HASH_OUT
- * (2 * BLKHASH_MAX_DIGEST + 1 bytes) on success.
+ * --blkhash (SET->hash_block), the checksum of what was read is put
+ * into HASH_OUT (2 * BLKHASH_MAX_DIGEST + 1 bytes) on success and, if
+ * HASH is not NULL, the hash itself (with its per-segment digests,
+ * for --verify) into *HASH, for the caller to blkhash_free.
  */
 int engine_run (const struct settings *set, struct endpoint *src,
                 struct endpoint *dst, uint64_t size, progress_fn progress,
                 void *progress_arg, const volatile sig_atomic_t *interrupted,
-                struct copy_stats *stats, char *hash_out);
+                struct copy_stats *stats, char *hash_out,
+                struct blkhash **hash);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "blkhash.h"
 #include "endpoint.h"
+#include "op.h"
 #include "settings.h"
 
 /* The disk is handed out to lanes in segments of this size. */
@@ -63,6 +64,15 @@ void job_fail (struct job *job, const char *side, const char *what,
                uint64_t offset, uint64_t length, const char *why);
 /* A failure that is not one request's: the whole message is TEXT. */
 void job_fail_text (struct job *job, const char *text);
+
+/* The side a request of KIND goes to, for messages: "source" or
+ * "destination" (the destination is the source of --verify's pass).
+ */
+static inline const char *
+job_side (const struct job *job, enum op_kind kind)
+{
+  return op_on_source (kind) ? job->src->side : job->dst->side;
+}
 
 static inline bool
 job_stopped (struct job *job)

@@ -108,7 +108,7 @@ lane_fetch_extents (struct lane *l)
   }
   lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
   if (job->src->ops->extents (l->src, len, l->pos, &l->extents, op) == -1) {
-    job_fail (job, op_side (op->kind), op_what (op->kind), l->pos, len,
+    job_fail (job, job_side (job, op->kind), op_what (op->kind), l->pos, len,
               error_get ());
     return -1;
   }
@@ -160,7 +160,7 @@ lane_zero (struct lane *l, struct op *op, struct buffer *b, uint64_t offset,
     r = dst->ops->write (l->dst, job->zero_buffer, len, offset, op);
   }
   if (r == -1) {
-    job_fail (job, op_side (op->kind), op_what (op->kind), offset, len,
+    job_fail (job, job_side (job, op->kind), op_what (op->kind), offset, len,
               error_get ());
     return -1;
   }
@@ -232,7 +232,7 @@ lane_issue_read (struct lane *l, struct extent *e)
   if (job->src->ops->read (l->src, pool_data (&l->pool, index), len, e->offset,
                            &b->read)
       == -1) {
-    job_fail (job, op_side (OP_READ), op_what (OP_READ), e->offset, len,
+    job_fail (job, job_side (job, OP_READ), op_what (OP_READ), e->offset, len,
               error_get ());
     pool_put (&l->pool, index);
     return -1;
@@ -315,7 +315,7 @@ lane_write_buffer (struct lane *l, struct buffer *b)
       if (dst->ops->write (l->dst, data + runs[i].offset, runs[i].length,
                            offset, op)
           == -1) {
-        job_fail (job, op_side (OP_WRITE), op_what (OP_WRITE), offset,
+        job_fail (job, job_side (job, OP_WRITE), op_what (OP_WRITE), offset,
                   runs[i].length, error_get ());
         break;
       }
@@ -363,7 +363,7 @@ lane_op_done (struct lane *l, struct op *op)
   if (op->eof)
     lane_stream_ended (l, op);
   if (op->err)
-    job_fail_code (job, op_side (op->kind), op_what (op->kind), op->offset,
+    job_fail_code (job, job_side (job, op->kind), op_what (op->kind), op->offset,
                    op->length, strerror (op->err), op->err);
 
   switch (op->kind) {
@@ -418,7 +418,7 @@ lane_check_finished (struct lane *l)
   }
   lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
   if (job->dst->ops->flush (l->dst, &l->flush_op) == -1) {
-    job_fail (job, op_side (OP_FLUSH), op_what (OP_FLUSH), 0, 0, error_get ());
+    job_fail (job, job_side (job, OP_FLUSH), op_what (OP_FLUSH), 0, 0, error_get ());
     l->state = LANE_DONE;
     return;
   }

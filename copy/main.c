@@ -30,6 +30,7 @@
 #include "progress.h"
 #include "settings.h"
 #include "stats.h"
+#include "verify.h"
 
 /* Connections per side that are used at most.  Each lane costs a socket
    per side and --queue-size bytes of buffers allocated up front (16 MiB
@@ -237,7 +238,8 @@ main (int argc, char **argv)
   struct options opts;
   struct settings set;
   struct endpoint *src = NULL, *dst = NULL;
-  struct copy_stats stats;
+  struct copy_stats stats, verify_stats;
+  struct blkhash *source_hash = NULL;
   struct progress progress;
   int r, status = EXIT_FAILURE;
 
@@ -249,6 +251,8 @@ main (int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
   catch_signals ();
   if (check_std_fds (&opts) == -1)
+    goto fail;
+  if (opts.verify && verify_check_destination (&opts) == -1)
     goto fail;
 
   /* A stream is copied in order, on one connection. */
@@ -295,7 +299,8 @@ main (int argc, char **argv)
   char hash[2 * BLKHASH_MAX_DIGEST + 1] = "";
   r = engine_run (&set, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
-                  progress_update, &progress, &interrupt_signal, &stats, hash);
+                  progress_update, &progress, &interrupt_signal, &stats, hash,
+                  &source_hash);
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
@@ -314,7 +319,12 @@ main (int argc, char **argv)
   if (src->size < 0 && dst->ops->set_size
       && dst->ops->set_size (dst, stats.total_bytes) == -1)
     goto fail;
-  if (set.hash_block && print_blkhash (&opts, hash) == -1)
+  if (opts.verify
+      && verify_destination (&set, &opts, dst, stats.total_bytes, source_hash,
+                             hash, &interrupt_signal, &verify_stats)
+             == -1)
+    goto fail;
+  if (opts.blkhash && print_blkhash (&opts, hash) == -1)
     goto fail;
   note (opts.verbose,
         "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64
@@ -336,6 +346,7 @@ fail:
                strsignal (interrupt_signal));
   fprintf (stderr, "nbdcp: %s\n", error_get ());
 out:
+  blkhash_free (source_hash);
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
   /* Interrupted: the shell's convention, 128 + the signal number. */

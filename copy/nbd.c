@@ -579,6 +579,12 @@ nbd_ep_arm (struct conn *c, struct io_uring *ring)
   }
 }
 
+static void
+nbd_ep_detach (struct conn *c)
+{
+  c->in.armed = c->out.armed = false;
+}
+
 /* Shut the socket down: the worker's poll fires, libnbd reads end of
  * file and fails every command in flight.  The descriptor stays open,
  * so nothing else can be given its number meanwhile.
@@ -612,5 +618,6 @@ const struct endpoint_ops nbd_endpoint_ops = {
   .flush = nbd_ep_flush,
   .abort = nbd_ep_abort,
   .arm = nbd_ep_arm,
+  .detach = nbd_ep_detach,
   .close = nbd_ep_close,
 };

@@ -7,21 +7,13 @@
 
 #include "op.h"
 
-static const struct {
-  const char *side, *what;
-} names[] = {
-  [OP_READ] = { "source", "read" },
-  [OP_WRITE] = { "destination", "write" },
-  [OP_ZERO] = { "destination", "zero" },
-  [OP_EXTENTS] = { "source", "extents (block status)" },
-  [OP_FLUSH] = { "destination", "flush" },
+static const char *const names[] = {
+  [OP_READ] = "read",
+  [OP_WRITE] = "write",
+  [OP_ZERO] = "zero",
+  [OP_EXTENTS] = "extents (block status)",
+  [OP_FLUSH] = "flush",
 };
-
-const char *
-op_side (enum op_kind kind)
-{
-  return names[kind].side;
-}
 
 bool
 op_on_source (enum op_kind kind)
@@ -32,7 +24,7 @@ op_on_source (enum op_kind kind)
 const char *
 op_what (enum op_kind kind)
 {
-  return names[kind].what;
+  return names[kind];
 }
 
 struct op_io *

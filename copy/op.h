@@ -39,8 +39,8 @@ struct op {
   int64_t sent_ms; /* when it was sent (now_ms) */
 };
 
-/* "source" or "destination", and the operation's name. */
-const char *op_side (enum op_kind kind);
+/* Whether the operation is on the source connection, and its name.
+   (job_side names the side.) */
 bool op_on_source (enum op_kind kind);
 const char *op_what (enum op_kind kind);
 

@@ -34,6 +34,7 @@ enum {
   SYNCHRONOUS_OPTION,
   STATS_OPTION,
   TIMEOUT_OPTION,
+  VERIFY_OPTION,
   LONG_OPTIONS_OPTION,
   SHORT_OPTIONS_OPTION,
 };
@@ -62,6 +63,7 @@ static const struct option long_options[] = {
   { "timeout", required_argument, NULL, TIMEOUT_OPTION },
   { "threads", required_argument, NULL, 'T' },
   { "verbose", no_argument, NULL, 'v' },
+  { "verify", no_argument, NULL, VERIFY_OPTION },
   { "version", no_argument, NULL, 'V' },
   { "long-options", no_argument, NULL, LONG_OPTIONS_OPTION },
   { "short-options", no_argument, NULL, SHORT_OPTIONS_OPTION },
@@ -132,6 +134,10 @@ print_help (void)
           "64K)\n"
           "      --blkhash-file=FILE  write the checksum to FILE, not stdout\n"
           "                           (implies --blkhash)\n"
+          "      --verify             after the copy, read the destination "
+          "back\n"
+          "                           and fail unless its blkhash is the\n"
+          "                           source's (the --blkhash ALGO/BLOCKSIZE)\n"
           "      --stats[=json]       print what was copied, zeroed and "
           "skipped\n"
           "                           at the end (as one JSON object with "
@@ -434,6 +440,9 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     case 'v':
       opts->verbose = true;
       break;
+    case VERIFY_OPTION:
+      opts->verify = true;
+      break;
     case 'p':
       opts->progress = true;
       if (optarg && parse_progress_fd (optarg, &opts->progress_fd) == -1)
@@ -495,6 +504,8 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     return -1;
   if (opts->blkhash && !blkhash_available ())
     return bad ("--blkhash is not built in (nbdcp was built without GnuTLS)");
+  if (opts->verify && !blkhash_available ())
+    return bad ("--verify is not built in (nbdcp was built without GnuTLS)");
   if (opts->blkhash && !opts->blkhash_file && strcmp (opts->dst, "-") == 0
       && !opts->dst_command)
     return bad ("--blkhash would print the checksum into the copy on "

@@ -37,6 +37,8 @@ struct options {
   int blkhash_algo;         /* enum blkhash_algo */
   uint32_t blkhash_block;   /* bytes per hashed block */
   const char *blkhash_file; /* --blkhash-file, else NULL: stdout */
+  bool verify;              /* --verify: read the destination back and
+                               compare its blkhash with the source's */
 };
 
 /* Parses ARGV into OPTS.  Returns 0 to go on and copy, 1 when the

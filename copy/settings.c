@@ -86,9 +86,10 @@ settle_request_size (struct settings *s, const struct options *opts,
   /* --blkhash: no request may split a hash block, so that each block's
      digest is made in one place, from one buffer or one zero extent.
      Extents are fitted to the hash block (a block with any data is
-     data) and reads are whole hash blocks. */
+     data) and reads are whole hash blocks.  --verify hashes both sides
+     the same way. */
   s->align = s->block;
-  if (opts->blkhash) {
+  if (opts->blkhash || opts->verify) {
     s->hash_block = opts->blkhash_block;
     s->hash_algo = opts->blkhash_algo;
     if (limit < s->hash_block) {
