@@ -127,7 +127,8 @@ blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots,
   h->slots = calloc (nslots, sizeof *h->slots);
   h->digest_store = malloc ((size_t) nslots * per_slot);
   /* A stream starts with room for 1 GiB worth of segments. */
-  h->segment_digests_room = nsegments == UINT64_MAX ? 8 : MAX (nsegments, (uint64_t) 1);
+  h->segment_digests_room
+      = nsegments == UINT64_MAX ? 8 : MAX (nsegments, (uint64_t) 1);
   h->segment_digests = malloc (h->segment_digests_room * h->dlen);
   if (!h->zeroes || !h->slots || !h->digest_store || !h->segment_digests) {
     error_set ("out of memory for --blkhash digests");
@@ -317,8 +318,10 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
       s = hl->slots[k];
       break;
     }
+  /* A segment the lane no longer holds was complete before a retry
+     had it copied again: its digests are made already. */
   if (!s)
-    abort (); /* a lane only hashes segments it took */
+    return;
 
   for (size_t pos = 0; pos < len; pos += h->block) {
     size_t n = MIN ((size_t) h->block, len - pos);
@@ -336,6 +339,14 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
   s->state = SLOT_COMPLETE;
   feed_ready (h, size);
   pthread_mutex_unlock (&h->lock);
+}
+
+void
+blkhash_restart_segment (struct blkhash_lane *hl, uint64_t segment)
+{
+  for (unsigned k = 0; k < hl->nslots; k++)
+    if (hl->slots[k]->segment == segment)
+      hl->slots[k]->bytes = 0;
 }
 
 int
@@ -450,6 +461,11 @@ uint64_t
 blkhash_first_difference (const struct blkhash *a, const struct blkhash *b)
 {
   return UINT64_MAX;
+}
+
+void
+blkhash_restart_segment (struct blkhash_lane *hl, uint64_t segment)
+{
 }
 
 #endif

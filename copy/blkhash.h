@@ -73,6 +73,13 @@ int blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
 void blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
                   size_t len, uint64_t size);
 
+/* SEGMENT is about to be read again from its start (--retry): if this
+ * lane is still hashing it, its count starts over (the digests are
+ * simply made again); if it was complete, the reads are not hashed
+ * again (blkhash_add ignores a segment the lane does not hold).
+ */
+void blkhash_restart_segment (struct blkhash_lane *hl, uint64_t segment);
+
 /* Once every worker has ended: the final value for a disk of SIZE
  * bytes, in lowercase hex, into OUT (2 * BLKHASH_MAX_DIGEST + 1).
  * Returns -1 after error_set() if any block was not hashed.

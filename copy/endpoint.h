@@ -101,6 +101,14 @@ struct endpoint_ops {
   void (*attach) (struct conn *c, struct io_uring *ring, const char *bufs,
                   size_t bufs_len, int buf_index);
 
+  /* Optional (NBD): whether C's connection itself has gone (EOF, reset,
+     shut down), as opposed to a request that a live server refused. */
+  bool (*broken) (struct conn *c);
+  /* Optional (NBD): replace C's broken connection with a new one to the
+     same server.  Returns 0 when connected, 1 when C is not ready to be
+     replaced yet (call again soon), -1 after error_set(). */
+  int (*reconnect) (struct endpoint *ep, struct conn *c);
+
   /* Optional: the worker that drove C has ended and its ring is going
      away; forget whatever C had armed on it. */
   void (*detach) (struct conn *c);

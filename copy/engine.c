@@ -107,15 +107,19 @@ worker_check_timeouts (struct worker *w)
   int64_t now = now_ms (), limit = job->set->timeout_ms;
 
   for (unsigned i = 0; i < w->nlanes; i++) {
-    const struct op *op = lane_stalled_op (w->lanes[i], now, limit);
+    const struct op *op = w->lanes[i]->broken
+                              ? NULL
+                              : lane_stalled_op (w->lanes[i], now, limit);
     char why[64];
 
     if (!op)
       continue;
     snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
               limit / 1000.0);
-    job_fail_code (job, job_side (job, op->kind), op_what (op->kind), op->offset,
-                   op->length, why, ETIMEDOUT);
+    if (lane_timed_out (w->lanes[i], op, why))
+      continue; /* --retry: that connection is cut and made again */
+    job_fail_code (job, job_side (job, op->kind), op_what (op->kind),
+                   op->offset, op->length, why, ETIMEDOUT);
     atomic_store (&job->abort, true);
     return;
   }
@@ -151,9 +155,10 @@ worker_note_stall (struct worker *w)
 
 /* HASH_WAIT: a lane waits for another lane to free a --blkhash digest
  * slot, which no event on this ring will announce: look again soon.
+ * WAKE_AT (0: none): a lane must reconnect at that time (--retry).
  */
 static void
-worker_wait (struct worker *w, bool hash_wait)
+worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
 {
   struct io_uring *ring = &w->ring;
   struct io_uring_cqe *cqe;
@@ -161,11 +166,15 @@ worker_wait (struct worker *w, bool hash_wait)
   int64_t timeout_ms = w->job->set->timeout_ms;
   int r;
 
-  if (timeout_ms || hash_wait) {
+  if (timeout_ms || hash_wait || wake_at) {
     /* Wake at least every quarter of the timeout to check on requests. */
-    int64_t tick = timeout_ms ? MAX (timeout_ms / 4, (int64_t) 10) : 1;
+    int64_t tick = timeout_ms ? MAX (timeout_ms / 4, (int64_t) 10) : INT32_MAX;
     if (hash_wait)
       tick = 1;
+    if (wake_at) {
+      int64_t until = MAX (wake_at - now_ms (), (int64_t) 1);
+      tick = MIN (tick, until);
+    }
     struct __kernel_timespec ts = {
       .tv_sec = tick / 1000,
       .tv_nsec = (tick % 1000) * 1000000,
@@ -200,13 +209,21 @@ worker_run (void *arg)
 
   for (;;) {
     bool all_done = true, hash_wait = false;
+    int64_t wake_at = 0;
 
     worker_process_done (w);
     for (unsigned i = 0; i < w->nlanes; i++) {
-      lane_issue (w->lanes[i]);
-      lane_check_finished (w->lanes[i]);
-      all_done &= w->lanes[i]->state == LANE_DONE;
-      hash_wait |= w->lanes[i]->hash_wait && !job_stopped (job);
+      struct lane *l = w->lanes[i];
+
+      if (l->state == LANE_RETRY_WAIT
+          && (job_stopped (job) || now_ms () >= l->retry_at_ms))
+        lane_retry (l);
+      lane_issue (l);
+      lane_check_finished (l);
+      all_done &= l->state == LANE_DONE;
+      hash_wait |= l->hash_wait && !job_stopped (job);
+      if (l->state == LANE_RETRY_WAIT && (!wake_at || l->retry_at_ms < wake_at))
+        wake_at = l->retry_at_ms;
     }
     if (w->done.head)
       continue; /* requests that finished at once */
@@ -214,12 +231,14 @@ worker_run (void *arg)
       break;
     for (unsigned i = 0; i < w->nlanes; i++) {
       struct lane *l = w->lanes[i];
+      if (l->state == LANE_RETRY_WAIT)
+        continue; /* its connections are broken */
       if (job->src->ops->arm)
         job->src->ops->arm (l->src, &w->ring);
       if (job->dst->ops->arm)
         job->dst->ops->arm (l->dst, &w->ring);
     }
-    worker_wait (w, hash_wait);
+    worker_wait (w, hash_wait, wake_at);
     if (atomic_load (&job->abort) && !w->stall_noted)
       worker_note_stall (w);
   }
@@ -474,8 +493,9 @@ engine_result (struct engine *e, struct copy_stats *stats)
     error_set ("%s", job->error);
     return -1;
   }
-  return job_check_accounting (job, stats->data_bytes + stats->zero_bytes
-                                        + stats->skipped_bytes);
+  return job_check_accounting (
+      job, stats->data_bytes + stats->zero_bytes + stats->skipped_bytes
+               + stats->resumed_bytes - stats->redone_bytes);
 }
 
 static void
@@ -508,7 +528,8 @@ int
 engine_run (const struct settings *set, struct endpoint *src,
             struct endpoint *dst, uint64_t size, progress_fn progress,
             void *progress_arg, const volatile sig_atomic_t *interrupted,
-            struct copy_stats *stats, char *hash_out, struct blkhash **hash)
+            struct copy_stats *stats, char *hash_out, struct blkhash **hash,
+            struct journal *journal)
 {
   struct engine e = {
     .job = {
@@ -522,6 +543,7 @@ engine_run (const struct settings *set, struct endpoint *src,
       .ordered = dst->caps.stream,
       .interrupted = interrupted,
       .stalled_ms = -1,
+      .journal = journal,
     },
   };
   int ret = -1;

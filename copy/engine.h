@@ -7,6 +7,7 @@
 
 #include "blkhash.h"
 #include "endpoint.h"
+#include "journal.h"
 #include "settings.h"
 #include "stats.h"
 
@@ -22,12 +23,14 @@ typedef void (*progress_fn) (void *arg, uint64_t done, uint64_t total);
  * --blkhash (SET->hash_block), the checksum of what was read is put
  * into HASH_OUT (2 * BLKHASH_MAX_DIGEST + 1 bytes) on success and, if
  * HASH is not NULL, the hash itself (with its per-segment digests,
- * for --verify) into *HASH, for the caller to blkhash_free.
+ * for --verify) into *HASH, for the caller to blkhash_free.  JOURNAL
+ * (--resume, else NULL) says which segments an earlier run finished,
+ * and is told of each segment finished and flushed.
  */
 int engine_run (const struct settings *set, struct endpoint *src,
                 struct endpoint *dst, uint64_t size, progress_fn progress,
                 void *progress_arg, const volatile sig_atomic_t *interrupted,
-                struct copy_stats *stats, char *hash_out,
-                struct blkhash **hash);
+                struct copy_stats *stats, char *hash_out, struct blkhash **hash,
+                struct journal *journal);
 
 #endif

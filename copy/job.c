@@ -55,6 +55,16 @@ job_count_done (struct job *job, uint64_t offset, uint64_t bytes)
     job->segment_done[offset / SEGMENT_SIZE] += bytes;
 }
 
+uint64_t
+job_uncount (struct job *job, uint64_t segment)
+{
+  uint64_t bytes = job->segment_done[segment];
+
+  job->segment_done[segment] = 0;
+  atomic_fetch_sub (&job->bytes_done, bytes);
+  return bytes;
+}
+
 int
 job_check_accounting (const struct job *job, uint64_t done_bytes)
 {

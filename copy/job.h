@@ -15,6 +15,7 @@
 
 #include "blkhash.h"
 #include "endpoint.h"
+#include "journal.h"
 #include "op.h"
 #include "settings.h"
 
@@ -29,6 +30,7 @@ struct job {
   bool ordered;            /* the destination is a stream */
   const char *zero_buffer; /* for destinations that cannot zero */
   struct blkhash *hash;    /* --blkhash, or NULL */
+  struct journal *journal; /* --resume, or NULL */
 
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */
@@ -84,6 +86,11 @@ job_stopped (struct job *job)
  * or left alone because the destination reads as zero there.
  */
 void job_count_done (struct job *job, uint64_t offset, uint64_t bytes);
+
+/* A lane is about to copy SEGMENT again (--retry): forget what was
+ * counted for it.  Returns those bytes.
+ */
+uint64_t job_uncount (struct job *job, uint64_t segment);
 
 /* Once the workers have ended: were all the job's bytes accounted for
  * exactly once, DONE_BYTES in all?  -1 after error_set() if not.

@@ -55,7 +55,20 @@ lane_sent (struct lane *l, struct op *op)
   l->stats.requests++;
 }
 
-/* Take the next segment from the shared counter.  False if none left. */
+static void
+lane_start_segment (struct lane *l, uint64_t index)
+{
+  l->pos = index * SEGMENT_SIZE;
+  l->segment_end
+      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size));
+  /* Tracked only where segments must be flushed to be done. */
+  l->segment = l->set->checkpoint ? index : NO_SEGMENT;
+}
+
+/* Take the next segment: one to copy again (--retry), else the next
+ * from the shared counter, passing over those an earlier run finished
+ * (--resume).  False if none is left.
+ */
 static bool
 lane_take_segment (struct lane *l)
 {
@@ -67,25 +80,85 @@ lane_take_segment (struct lane *l)
     l->no_more_segments = true;
     return false;
   }
-  if (job->hash) {
-    /* Each segment needs a slot for its digests (see blkhash.c). */
-    int r = blkhash_take_segment (&l->hash, &job->next_segment, job->nsegments,
-                                  &index);
-    if (r == -1) {
-      l->hash_wait = true;
+  if (l->nredo > 0) {
+    index = l->redo[0];
+    memmove (l->redo, l->redo + 1, --l->nredo * sizeof *l->redo);
+    lane_start_segment (l, index);
+    return true;
+  }
+  for (;;) {
+    if (job->hash) {
+      /* Each segment needs a slot for its digests (see blkhash.c). */
+      int r = blkhash_take_segment (&l->hash, &job->next_segment,
+                                    job->nsegments, &index);
+      if (r == -1) {
+        l->hash_wait = true;
+        return false;
+      }
+    }
+    else
+      index = atomic_fetch_add (&job->next_segment, 1);
+    if (index >= job->nsegments) {
+      l->no_more_segments = true;
       return false;
     }
+    if (!job->journal || !journal_is_done (job->journal, index))
+      break;
+    uint64_t start = index * SEGMENT_SIZE;
+    uint64_t len
+        = MIN (SEGMENT_SIZE, (uint64_t) atomic_load (&job->size) - start);
+    l->stats.resumed_bytes += len;
+    job_count_done (job, start, len);
   }
-  else
-    index = atomic_fetch_add (&job->next_segment, 1);
-  if (index >= job->nsegments) {
-    l->no_more_segments = true;
-    return false;
-  }
-  l->pos = index * SEGMENT_SIZE;
-  l->segment_end
-      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size));
+  lane_start_segment (l, index);
   return true;
+}
+
+/* Whether a failed request of KIND means that its connection broke and
+ * the lane can reconnect (--retry, an NBD server that is not a [ CMD ]
+ * subprocess).  If so the lane stops issuing, and once nothing is in
+ * flight it reconnects (lane_check_finished).  WHY is the failure.
+ */
+static bool
+lane_connection_broke (struct lane *l, enum op_kind kind, uint64_t offset,
+                       uint64_t length, const char *why)
+{
+  struct job *job = l->job;
+  bool on_src = op_on_source (kind);
+  struct endpoint *ep = on_src ? job->src : job->dst;
+  struct conn *c = on_src ? l->src : l->dst;
+
+  if (!l->set->retry || !ep->ops->reconnect || !ep->ops->broken || ep->command
+      || !ep->ops->broken (c))
+    return false;
+  if (!l->broken) {
+    if (length)
+      snprintf (l->broken_why, sizeof l->broken_why,
+                "%s connection %u: %s at offset %" PRIu64 " length %" PRIu64
+                " failed: %s",
+                ep->side, l->index + 1, op_what (kind), offset, length, why);
+    else
+      snprintf (l->broken_why, sizeof l->broken_why,
+                "%s connection %u: %s failed: %s", ep->side, l->index + 1,
+                op_what (kind), why);
+  }
+  l->broken = true;
+  return true;
+}
+
+/* A request of KIND failed, when submitted or when it completed: a
+ * broken connection to reconnect, or the end of the copy.
+ */
+static void
+lane_fail (struct lane *l, enum op_kind kind, uint64_t offset, uint64_t length,
+           const char *why, int code)
+{
+  struct job *job = l->job;
+
+  if (lane_connection_broke (l, kind, offset, length, why))
+    return;
+  job_fail_code (job, job_side (job, kind), op_what (kind), offset, length, why,
+                 code);
 }
 
 /* Learn the extents of [pos, segment_end).  Sources that cannot tell,
@@ -108,8 +181,7 @@ lane_fetch_extents (struct lane *l)
   }
   lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
   if (job->src->ops->extents (l->src, len, l->pos, &l->extents, op) == -1) {
-    job_fail (job, job_side (job, op->kind), op_what (op->kind), l->pos, len,
-              error_get ());
+    lane_fail (l, op->kind, l->pos, len, error_get (), 0);
     return -1;
   }
   l->extents_busy = true;
@@ -160,8 +232,7 @@ lane_zero (struct lane *l, struct op *op, struct buffer *b, uint64_t offset,
     r = dst->ops->write (l->dst, job->zero_buffer, len, offset, op);
   }
   if (r == -1) {
-    job_fail (job, job_side (job, op->kind), op_what (op->kind), offset, len,
-              error_get ());
+    lane_fail (l, op->kind, offset, len, error_get (), 0);
     return -1;
   }
   lane_sent (l, op);
@@ -232,8 +303,7 @@ lane_issue_read (struct lane *l, struct extent *e)
   if (job->src->ops->read (l->src, pool_data (&l->pool, index), len, e->offset,
                            &b->read)
       == -1) {
-    job_fail (job, job_side (job, OP_READ), op_what (OP_READ), e->offset, len,
-              error_get ());
+    lane_fail (l, OP_READ, e->offset, len, error_get (), 0);
     pool_put (&l->pool, index);
     return -1;
   }
@@ -248,10 +318,61 @@ lane_issue_read (struct lane *l, struct extent *e)
   return 0;
 }
 
+/* The current segment is finished (--checkpoint): it waits for a flush. */
+static void
+lane_segment_finished (struct lane *l)
+{
+  uint64_t start = l->segment * SEGMENT_SIZE;
+
+  l->unflushed[l->nunflushed++] = l->segment;
+  l->unflushed_bytes
+      += MIN (SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size) - start);
+  l->segment = NO_SEGMENT;
+}
+
+/* The destination connection's flush succeeded: every unflushed segment
+ * is done, and --resume's journal says so.
+ */
+static void
+lane_flushed (struct lane *l)
+{
+  struct job *job = l->job;
+
+  if (job->journal && l->nunflushed > 0
+      && journal_mark_done (job->journal, l->unflushed, l->nunflushed) == -1)
+    job_fail_text (job, error_get ());
+  l->nunflushed = 0;
+  l->unflushed_bytes = 0;
+}
+
+/* Flush the destination connection, then go on to NEXT's successor:
+ * LANE_CHECKPOINT back to copying, LANE_FLUSHING to done.
+ */
+static void
+lane_flush (struct lane *l, enum lane_state next)
+{
+  struct job *job = l->job;
+
+  if (!job->dst->caps.can_flush) {
+    lane_flushed (l);
+    l->state = next == LANE_CHECKPOINT ? LANE_COPYING : LANE_DONE;
+    return;
+  }
+  lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
+  l->state = next;
+  if (job->dst->ops->flush (l->dst, &l->flush_op) == -1) {
+    lane_fail (l, OP_FLUSH, 0, 0, error_get (), 0);
+    if (!l->broken)
+      l->state = LANE_DONE;
+    return;
+  }
+  lane_sent (l, &l->flush_op);
+}
+
 void
 lane_issue (struct lane *l)
 {
-  while (l->state == LANE_COPYING && !job_stopped (l->job)) {
+  while (l->state == LANE_COPYING && !job_stopped (l->job) && !l->broken) {
     struct extent *e;
     int r;
 
@@ -262,6 +383,17 @@ lane_issue (struct lane *l)
       return;
 
     if (l->next_extent == l->extents.len) {
+      /* --checkpoint: a segment is finished once nothing of it is in
+         flight; enough finished ones are flushed before going on. */
+      if (l->pos == l->segment_end && l->segment != NO_SEGMENT) {
+        if (l->inflight > 0)
+          return;
+        lane_segment_finished (l);
+        if (l->unflushed_bytes >= l->set->checkpoint) {
+          lane_flush (l, LANE_CHECKPOINT);
+          return;
+        }
+      }
       if (l->pos == l->segment_end && !lane_take_segment (l))
         return;
       if (lane_fetch_extents (l) == -1)
@@ -297,7 +429,7 @@ lane_write_buffer (struct lane *l, struct buffer *b)
       = dst->caps.can_zero || set->destination_is_zero ? set->sparse_size : 0;
   size_t n = sparse_runs (data, b->len, block, runs, RUNS_PER_BUFFER);
 
-  for (size_t i = 0; i < n && !job_stopped (job); i++) {
+  for (size_t i = 0; i < n && !job_stopped (job) && !l->broken; i++) {
     struct op *op = &b->runs[i];
     uint64_t offset = b->offset + runs[i].offset;
 
@@ -315,8 +447,7 @@ lane_write_buffer (struct lane *l, struct buffer *b)
       if (dst->ops->write (l->dst, data + runs[i].offset, runs[i].length,
                            offset, op)
           == -1) {
-        job_fail (job, job_side (job, OP_WRITE), op_what (OP_WRITE), offset,
-                  runs[i].length, error_get ());
+        lane_fail (l, OP_WRITE, offset, runs[i].length, error_get (), 0);
         break;
       }
       lane_sent (l, op);
@@ -363,8 +494,10 @@ lane_op_done (struct lane *l, struct op *op)
   if (op->eof)
     lane_stream_ended (l, op);
   if (op->err)
-    job_fail_code (job, job_side (job, op->kind), op_what (op->kind), op->offset,
-                   op->length, strerror (op->err), op->err);
+    lane_fail (l, op->kind, op->offset, op->length, strerror (op->err),
+               op->err);
+  else
+    l->attempts = 0; /* the connection works (again) */
 
   switch (op->kind) {
   case OP_EXTENTS:
@@ -375,7 +508,7 @@ lane_op_done (struct lane *l, struct op *op)
     extent_list_align (&l->extents, l->set->align);
     break;
   case OP_READ:
-    if (op->err || job_stopped (job) || op->length == 0)
+    if (op->err || job_stopped (job) || l->broken || op->length == 0)
       buffer_release (l, op->buf);
     else
       lane_write_buffer (l, op->buf);
@@ -395,11 +528,138 @@ lane_op_done (struct lane *l, struct op *op)
       buffer_release (l, op->buf);
     break;
   case OP_FLUSH:
-    if (!op->err)
+    if (op->err) {
+      /* A broken connection is recovered from (lane_check_finished). */
+      if (!l->broken)
+        l->state = LANE_DONE;
+      break;
+    }
+    if (l->state == LANE_FLUSHING)
       note (l->set->verbose, "destination connection %u flushed", l->index + 1);
-    l->state = LANE_DONE;
+    lane_flushed (l);
+    l->state = l->state == LANE_CHECKPOINT ? LANE_COPYING : LANE_DONE;
     break;
   }
+}
+
+/* The most a lane waits between reconnection attempts (unless
+   --retry-delay asks for longer from the start). */
+#define MAX_RETRY_DELAY_MS 30000
+
+/* A connection broke and nothing is in flight: wait, then reconnect
+ * (lane_retry), or give up after --retry attempts in a row.
+ */
+static void
+lane_schedule_retry (struct lane *l)
+{
+  struct job *job = l->job;
+  int64_t delay = l->set->retry_delay_ms;
+
+  if (l->attempts >= l->set->retry) {
+    char msg[sizeof l->broken_why + 64];
+    snprintf (msg, sizeof msg, "%s (gave up after %u %s)", l->broken_why,
+              l->set->retry, l->set->retry == 1 ? "retry" : "retries");
+    job_fail_text (job, msg);
+    l->state = LANE_DONE;
+    return;
+  }
+  for (unsigned i = 0; i < l->attempts && delay < MAX_RETRY_DELAY_MS; i++)
+    delay *= 2;
+  int64_t longest = MAX ((int64_t) MAX_RETRY_DELAY_MS, l->set->retry_delay_ms);
+  delay = MIN (delay, longest);
+  l->attempts++;
+  fprintf (stderr, "nbdcp: %s; reconnecting in %.1f s (retry %u of %u)\n",
+           l->broken_why, delay / 1000.0, l->attempts, l->set->retry);
+  l->retry_at_ms = now_ms () + delay;
+  l->state = LANE_RETRY_WAIT;
+}
+
+/* After a reconnection: the unflushed segments and the current one are
+ * copied again from their start, since the server may have lost any
+ * write it had not flushed; what was counted for them is forgotten.
+ */
+static void
+lane_rewind (struct lane *l)
+{
+  struct job *job = l->job;
+  unsigned first = l->nredo;
+
+  for (unsigned i = 0; i < l->nunflushed; i++)
+    l->redo[l->nredo++] = l->unflushed[i];
+  if (l->segment != NO_SEGMENT)
+    l->redo[l->nredo++] = l->segment;
+  for (unsigned i = first; i < l->nredo; i++) {
+    l->stats.redone_bytes += job_uncount (job, l->redo[i]);
+    if (job->hash)
+      blkhash_restart_segment (&l->hash, l->redo[i]);
+  }
+  l->nunflushed = 0;
+  l->unflushed_bytes = 0;
+  l->segment = NO_SEGMENT;
+  l->extents.len = 0;
+  l->next_extent = 0;
+  l->pos = l->segment_end = 0;
+  l->no_more_segments = false;
+}
+
+void
+lane_retry (struct lane *l)
+{
+  struct job *job = l->job;
+  struct endpoint *eps[2] = { job->src, job->dst };
+  struct conn *conns[2] = { l->src, l->dst };
+
+  if (job_stopped (job)) {
+    l->state = LANE_DONE;
+    return;
+  }
+  for (int i = 0; i < 2; i++) {
+    int r;
+
+    if (!eps[i]->ops->broken || !eps[i]->ops->broken (conns[i]))
+      continue;
+    r = eps[i]->ops->reconnect (eps[i], conns[i]);
+    if (r == 1) {
+      l->retry_at_ms = now_ms () + 10; /* its old polls are ending */
+      return;
+    }
+    if (r == -1) {
+      snprintf (l->broken_why, sizeof l->broken_why,
+                "%s connection %u: cannot reconnect: %s", eps[i]->side,
+                l->index + 1, error_get ());
+      lane_schedule_retry (l);
+      return;
+    }
+  }
+  note (l->set->verbose,
+        "connection pair %u reconnected: %u segment%s to copy again",
+        l->index + 1, l->nunflushed + (l->segment != NO_SEGMENT),
+        l->nunflushed + (l->segment != NO_SEGMENT) == 1 ? "" : "s");
+  l->stats.retries++;
+  lane_rewind (l);
+  l->broken = false;
+  l->state = LANE_COPYING;
+}
+
+bool
+lane_timed_out (struct lane *l, const struct op *op, const char *why)
+{
+  struct job *job = l->job;
+  bool on_src = op_on_source (op->kind);
+  struct endpoint *ep = on_src ? job->src : job->dst;
+
+  if (!l->set->retry || !ep->ops->reconnect || !ep->ops->abort || ep->command)
+    return false;
+  if (!l->broken)
+    snprintf (l->broken_why, sizeof l->broken_why,
+              "%s connection %u: %s at offset %" PRIu64 " length %" PRIu64
+              " failed: %s",
+              ep->side, l->index + 1, op_what (op->kind), op->offset,
+              op->length, why);
+  l->broken = true;
+  /* Its requests fail now, and the lane reconnects once they have. */
+  ep->ops->abort (on_src ? l->src : l->dst);
+  return true;
 }
 
 void
@@ -410,20 +670,24 @@ lane_check_finished (struct lane *l)
   bool nothing_left = l->no_more_segments && !l->extents_busy
                       && l->next_extent == l->extents.len;
 
+  if (l->broken) {
+    if (l->inflight > 0 || l->state == LANE_DONE || l->state == LANE_RETRY_WAIT)
+      return;
+    if (stopped)
+      l->state = LANE_DONE;
+    else
+      lane_schedule_retry (l);
+    return;
+  }
   if (l->state != LANE_COPYING || l->inflight > 0 || !(stopped || nothing_left))
     return;
-  if (stopped || !job->dst->caps.can_flush) {
+  if (stopped) {
     l->state = LANE_DONE;
     return;
   }
-  lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
-  if (job->dst->ops->flush (l->dst, &l->flush_op) == -1) {
-    job_fail (job, job_side (job, OP_FLUSH), op_what (OP_FLUSH), 0, 0, error_get ());
-    l->state = LANE_DONE;
-    return;
-  }
-  lane_sent (l, &l->flush_op);
-  l->state = LANE_FLUSHING;
+  if (l->segment != NO_SEGMENT)
+    lane_segment_finished (l);
+  lane_flush (l, LANE_FLUSHING);
 }
 
 /* The oldest request in flight of L on side SIDE (0 source, 1
@@ -487,7 +751,19 @@ lane_init (struct lane *l, unsigned index, struct job *job,
     .done = done,
     .src = src,
     .dst = dst,
+    .segment = NO_SEGMENT,
   };
+  if (set->checkpoint) {
+    /* A lane holds at most checkpoint / SEGMENT_SIZE finished segments,
+       rounded up, and one more in progress. */
+    unsigned cap = set->checkpoint / SEGMENT_SIZE + 2;
+    l->unflushed = calloc (cap, sizeof *l->unflushed);
+    l->redo = calloc (cap, sizeof *l->redo);
+    if (!l->unflushed || !l->redo) {
+      error_set ("out of memory");
+      return -1;
+    }
+  }
   if (job->hash && blkhash_lane_init (&l->hash, job->hash) == -1)
     return -1;
   l->extents.v = l->extent_store;
@@ -516,4 +792,6 @@ lane_destroy (struct lane *l)
   free (l->buffers);
   free (l->zero_ops);
   free (l->free_zero_ops);
+  free (l->unflushed);
+  free (l->redo);
 }

@@ -29,7 +29,13 @@ struct buffer {
   struct op runs[RUNS_PER_BUFFER];
 };
 
-enum lane_state { LANE_COPYING, LANE_FLUSHING, LANE_DONE };
+enum lane_state {
+  LANE_COPYING,
+  LANE_CHECKPOINT, /* flushing between segments (--checkpoint) */
+  LANE_FLUSHING,   /* the last flush */
+  LANE_RETRY_WAIT, /* a connection broke: reconnect at retry_at_ms */
+  LANE_DONE,
+};
 
 struct lane {
   unsigned index; /* for messages */
@@ -71,7 +77,25 @@ struct lane {
     int64_t progress_ms; /* last completion, or when it became busy */
   } activity[2];
   struct copy_stats stats;
+
+  /* --retry and --resume (set->checkpoint != 0): a lane finishes each
+     segment before it takes the next, and a segment is only done once
+     a later flush of the destination connection has succeeded.  Until
+     then it is "unflushed"; a broken connection sends the unflushed
+     segments and the current one back to be copied again ("redo"). */
+  uint64_t segment;    /* the current segment, or NO_SEGMENT */
+  uint64_t *unflushed; /* finished, not yet flushed */
+  unsigned nunflushed;
+  uint64_t unflushed_bytes;
+  uint64_t *redo; /* to copy again, taken before new segments */
+  unsigned nredo;
+  bool broken;          /* a connection broke: recover once drained */
+  char broken_why[512]; /* the first failure that showed it */
+  unsigned attempts;    /* reconnections since the last success */
+  int64_t retry_at_ms;
 };
+
+#define NO_SEGMENT UINT64_MAX
 
 /* Set up L for JOB on connections SRC and DST; finished requests go on
  * DONE.  Allocates the lane's buffers: nothing is allocated after.
@@ -85,6 +109,14 @@ void lane_issue (struct lane *l);
 void lane_op_done (struct lane *l, struct op *op);
 /* Once a lane has nothing left to copy, flush it; then it is done. */
 void lane_check_finished (struct lane *l);
+/* For a lane in LANE_RETRY_WAIT whose time has come: reconnect its
+ * broken connections and go back to copying, or wait again.
+ */
+void lane_retry (struct lane *l);
+/* --timeout found OP of L stalled: true if the lane will reconnect
+ * (--retry; its connection has been cut), false if the copy must fail.
+ */
+bool lane_timed_out (struct lane *l, const struct op *op, const char *why);
 /* The request of L that has waited longest, or NULL. */
 const struct op *lane_oldest_op (const struct lane *l);
 /* The oldest request on a connection of L that has had requests in

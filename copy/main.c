@@ -25,6 +25,8 @@
 #include "engine.h"
 #include "error.h"
 #include "human_size.h"
+#include "journal.h"
+#include "job.h"
 #include "minmax.h"
 #include "options.h"
 #include "progress.h"
@@ -209,6 +211,71 @@ same_file (const struct endpoint *src, const struct endpoint *dst)
   return true;
 }
 
+/* What --resume's journal says the copy is, so that a rerun can tell
+ * that it is the same copy: the endpoints as given, a local source
+ * file's device, inode and modification time (a different file under
+ * the same name, or one changed since, does not match), and the size.  The
+ * source itself is not read: resuming assumes it has not changed (a snapshot,
+ * or a read-only export).
+ */
+static void
+journal_identity (const struct endpoint *src, const struct endpoint *dst,
+                  char *out, size_t size)
+{
+  struct stat st;
+  size_t n = 0;
+  const struct endpoint *sides[] = { src, dst };
+
+  for (unsigned i = 0; i < 2; i++) {
+    const struct endpoint *ep = sides[i];
+    n += snprintf (out + n, size - n, "%s", ep->side);
+    if (ep->command)
+      for (char **a = ep->command; *a && n < size; a++)
+        n += snprintf (out + n, size - n, " %s", *a);
+    else if (n < size)
+      n += snprintf (out + n, size - n, " %s", ep->spec);
+    if (n < size)
+      n += snprintf (out + n, size - n, "\n");
+  }
+  if (src->path && stat (src->path, &st) == 0 && n < size)
+    n += snprintf (out + n, size - n,
+                   "source-file device %llu inode %llu mtime %lld.%09ld\n",
+                   (unsigned long long) st.st_dev,
+                   (unsigned long long) st.st_ino,
+                   (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  if (n < size)
+    snprintf (out + n, size - n, "size %" PRIi64 "\nsegment-size %" PRIu64,
+              src->size, SEGMENT_SIZE);
+}
+
+/* --resume: open (or create) the journal, before anything is written
+ * (a destination file's size included).
+ */
+static int
+open_journal (const struct options *opts, const struct endpoint *src,
+              const struct endpoint *dst, struct journal *j)
+{
+  char identity[8192];
+  uint64_t nsegments;
+
+  if (src->size < 0 || src->caps.stream || dst->caps.stream) {
+    error_set ("--resume: a copy from or to a stream cannot be resumed");
+    return -1;
+  }
+  nsegments = (src->size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
+  journal_identity (src, dst, identity, sizeof identity);
+  if (journal_open (j, opts->resume, identity, nsegments) == -1) {
+    journal_close (j, false);
+    return -1;
+  }
+  if (j->existed)
+    note (opts->verbose,
+          "--resume: %" PRIu64 " of %" PRIu64
+          " segments were finished by an earlier run",
+          j->ndone, nsegments);
+  return 0;
+}
+
 /* The --blkhash checksum, on stdout or into --blkhash-file. */
 static int
 print_blkhash (const struct options *opts, const char *hash)
@@ -240,6 +307,9 @@ main (int argc, char **argv)
   struct endpoint *src = NULL, *dst = NULL;
   struct copy_stats stats, verify_stats;
   struct blkhash *source_hash = NULL;
+  struct journal journal = { 0 };
+  bool have_journal = false;
+  bool journal_made = false; /* by this run, before copying: not kept */
   struct progress progress;
   int r, status = EXIT_FAILURE;
 
@@ -272,8 +342,15 @@ main (int argc, char **argv)
                        opts.dst_command ? 1 : opts.connections, &opts);
   if (!dst || interrupt_signal)
     goto fail;
-  if (same_file (src, dst)
-      || (dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1))
+  if (same_file (src, dst))
+    goto fail;
+  if (opts.resume) {
+    if (open_journal (&opts, src, dst, &journal) == -1)
+      goto fail;
+    have_journal = true;
+    journal_made = !journal.existed;
+  }
+  if (dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1)
     goto fail;
   describe (&opts, dst);
   if (check_endpoints (src, dst) == -1)
@@ -294,13 +371,22 @@ main (int argc, char **argv)
         set.destination_is_zero ? ", destination is zero" : "",
         set.allocated ? ", allocated" : "");
 
+  /* A journal from an earlier run means the destination may hold that
+     run's writes anywhere: it no longer reads as zero. */
+  if (have_journal && journal.existed && set.destination_is_zero) {
+    note (opts.verbose, "--resume: the destination is no longer assumed to "
+                        "read as zero (an earlier run wrote to it)");
+    set.destination_is_zero = false;
+  }
+  journal_made = false; /* from now on it may record this run's work */
+
   progress_init (&progress, opts.progress, opts.progress_fd, src->size >= 0);
   double start = now ();
   char hash[2 * BLKHASH_MAX_DIGEST + 1] = "";
   r = engine_run (&set, src, dst,
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
                   progress_update, &progress, &interrupt_signal, &stats, hash,
-                  &source_hash);
+                  &source_hash, have_journal ? &journal : NULL);
   progress_finish (&progress, 0, stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
@@ -326,6 +412,12 @@ main (int argc, char **argv)
     goto fail;
   if (opts.blkhash && print_blkhash (&opts, hash) == -1)
     goto fail;
+  /* The copy is complete: there is nothing left to resume. */
+  if (have_journal) {
+    have_journal = false;
+    if (journal_close (&journal, true) == -1)
+      goto fail;
+  }
   note (opts.verbose,
         "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64
         " skipped, %" PRIu64 " of source never read, %" PRIu64
@@ -346,6 +438,8 @@ fail:
                strsignal (interrupt_signal));
   fprintf (stderr, "nbdcp: %s\n", error_get ());
 out:
+  if (have_journal)
+    journal_close (&journal, journal_made);
   blkhash_free (source_hash);
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);

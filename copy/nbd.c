@@ -23,7 +23,9 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +68,15 @@ struct conn {
   struct nbd_handle *h;
   int fd;
   struct socket_poll in, out;
+  /* Guards fd against a reconnect (worker) racing an abort (main). */
+  pthread_mutex_t fd_lock;
+};
+
+/* What a reconnect needs to know of the options (in ep->priv). */
+struct nbd_endpoint {
+  bool verbose;
+  int64_t timeout_ms;
+  uint32_t request_size;
 };
 
 static int64_t
@@ -377,7 +388,8 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   ep->size = nbd_get_size (h[0]);
   read_caps (ep, h[0]);
   ep->conns = calloc (ready, sizeof *ep->conns);
-  if (!ep->conns || ep->size < 0) {
+  ep->priv = calloc (1, sizeof (struct nbd_endpoint));
+  if (!ep->conns || !ep->priv || ep->size < 0) {
     error_set ("%s: %s", ep->spec,
                ep->size < 0 ? nbd_get_error () : "out of memory");
     goto fail;
@@ -396,10 +408,16 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
                send_buffer / 1024);
     c->in = (struct socket_poll){ .ev.handle = socket_ready, .conn = c };
     c->out = (struct socket_poll){ .ev.handle = socket_ready, .conn = c };
+    pthread_mutex_init (&c->fd_lock, NULL);
     ep->conns[n++] = c;
     h[i] = NULL;
   }
   ep->nconns = n;
+  *(struct nbd_endpoint *) ep->priv = (struct nbd_endpoint){
+    .verbose = opts->verbose,
+    .timeout_ms = opts->timeout_ms,
+    .request_size = opts->request_size,
+  };
   free (h);
   return 0;
 
@@ -412,6 +430,8 @@ fail:
     nbd_close (h[i]);
   free (ep->conns);
   ep->conns = NULL;
+  free (ep->priv);
+  ep->priv = NULL;
   free (h);
   return -1;
 }
@@ -592,7 +612,57 @@ nbd_ep_detach (struct conn *c)
 static void
 nbd_ep_abort (struct conn *c)
 {
+  pthread_mutex_lock (&c->fd_lock);
   shutdown (c->fd, SHUT_RDWR);
+  pthread_mutex_unlock (&c->fd_lock);
+}
+
+/* The connection itself is gone (the server closed it, reset it, or
+ * it was shut down), not merely a request refused by a live server.
+ */
+static bool
+nbd_ep_broken (struct conn *c)
+{
+  return nbd_aio_is_dead (c->h) == 1 || nbd_aio_is_closed (c->h) == 1;
+}
+
+/* Replace C's dead handle with a new connection to the same server,
+ * which must still have the same size.  The handshake blocks this
+ * worker (a rare event, and its other lanes' connections are most
+ * likely down too).  Polls still armed on the old socket must have
+ * completed first, or their late completions would be taken for the
+ * new socket's: returns 1 (try again soon) until they have.
+ */
+static int
+nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
+{
+  const struct nbd_endpoint *ne = ep->priv;
+  struct nbd_handle *h, *old;
+
+  if (c->in.armed || c->out.armed) {
+    nbd_ep_abort (c); /* they complete as soon as the socket is shut */
+    return 1;
+  }
+  h = handle_create (ep, ne->verbose);
+  if (!h)
+    return -1;
+  if (handshake_all (&h, 1, ep->spec, ne->verbose, ne->timeout_ms) == 0)
+    return -1;
+  if (nbd_get_size (h) != ep->size) {
+    error_set ("%s: the server now has %" PRIi64 " bytes, not %" PRIi64
+               " as when the copy started",
+               ep->spec, nbd_get_size (h), ep->size);
+    nbd_close (h);
+    return -1;
+  }
+  enlarge_send_buffer (nbd_aio_get_fd (h), ne->request_size);
+  pthread_mutex_lock (&c->fd_lock);
+  old = c->h;
+  c->h = h;
+  c->fd = nbd_aio_get_fd (h);
+  pthread_mutex_unlock (&c->fd_lock);
+  nbd_close (old);
+  return 0;
 }
 
 static void
@@ -604,8 +674,10 @@ nbd_ep_close (struct endpoint *ep, bool clean)
     if (clean)
       nbd_shutdown (ep->conns[i]->h, 0);
     nbd_close (ep->conns[i]->h);
+    pthread_mutex_destroy (&ep->conns[i]->fd_lock);
     free (ep->conns[i]);
   }
+  free (ep->priv);
 }
 
 const struct endpoint_ops nbd_endpoint_ops = {
@@ -617,6 +689,8 @@ const struct endpoint_ops nbd_endpoint_ops = {
   .extents = nbd_ep_extents,
   .flush = nbd_ep_flush,
   .abort = nbd_ep_abort,
+  .broken = nbd_ep_broken,
+  .reconnect = nbd_ep_reconnect,
   .arm = nbd_ep_arm,
   .detach = nbd_ep_detach,
   .close = nbd_ep_close,

@@ -8,10 +8,8 @@
 #include "op.h"
 
 static const char *const names[] = {
-  [OP_READ] = "read",
-  [OP_WRITE] = "write",
-  [OP_ZERO] = "zero",
-  [OP_EXTENTS] = "extents (block status)",
+  [OP_READ] = "read",   [OP_WRITE] = "write",
+  [OP_ZERO] = "zero",   [OP_EXTENTS] = "extents (block status)",
   [OP_FLUSH] = "flush",
 };
 

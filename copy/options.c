@@ -35,6 +35,10 @@ enum {
   STATS_OPTION,
   TIMEOUT_OPTION,
   VERIFY_OPTION,
+  RETRY_OPTION,
+  RETRY_DELAY_OPTION,
+  CHECKPOINT_OPTION,
+  RESUME_OPTION,
   LONG_OPTIONS_OPTION,
   SHORT_OPTIONS_OPTION,
 };
@@ -47,6 +51,7 @@ static const struct option long_options[] = {
   { "allocated", no_argument, NULL, ALLOCATED_OPTION },
   { "blkhash", optional_argument, NULL, BLKHASH_OPTION },
   { "blkhash-file", required_argument, NULL, BLKHASH_FILE_OPTION },
+  { "checkpoint", required_argument, NULL, CHECKPOINT_OPTION },
   { "connections", required_argument, NULL, 'C' },
   { "destination-is-zero", no_argument, NULL, DESTINATION_IS_ZERO_OPTION },
   { "direct", no_argument, NULL, DIRECT_OPTION },
@@ -57,6 +62,9 @@ static const struct option long_options[] = {
   { "queue-size", required_argument, NULL, QUEUE_SIZE_OPTION },
   { "request-size", required_argument, NULL, REQUEST_SIZE_OPTION },
   { "requests", required_argument, NULL, 'R' },
+  { "resume", required_argument, NULL, RESUME_OPTION },
+  { "retry", required_argument, NULL, RETRY_OPTION },
+  { "retry-delay", required_argument, NULL, RETRY_DELAY_OPTION },
   { "sparse", required_argument, NULL, 'S' },
   { "synchronous", no_argument, NULL, SYNCHRONOUS_OPTION },
   { "stats", optional_argument, NULL, STATS_OPTION },
@@ -123,6 +131,21 @@ print_help (void)
           "to FD\n"
           "      --timeout=SECONDS    fail if a busy connection gets no reply\n"
           "                           in that time\n"
+          "      --retry=N            reconnect a broken NBD connection up to "
+          "N\n"
+          "                           times in a row and copy again what was\n"
+          "                           not yet flushed (default 0)\n"
+          "      --retry-delay=SECONDS\n"
+          "                           first wait before reconnecting "
+          "(default 1,\n"
+          "                           doubling up to 30)\n"
+          "      --resume=FILE        keep a journal of flushed segments in "
+          "FILE;\n"
+          "                           a rerun skips them (removed on "
+          "success)\n"
+          "      --checkpoint=SIZE    with --retry or --resume, flush each\n"
+          "                           connection after SIZE of work "
+          "(default 1G)\n"
           "      --blkhash[=ALGO[/BLOCKSIZE]]\n"
           "                           print a checksum of the source made "
           "while\n"
@@ -379,6 +402,8 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     .progress_fd = -1,
     .blkhash_algo = BLKHASH_DEFAULT_ALGO,
     .blkhash_block = BLKHASH_DEFAULT_BLOCK,
+    .retry_delay_ms = 1000,
+    .checkpoint = DEFAULT_CHECKPOINT,
   };
 
   opterr = 0;
@@ -443,6 +468,27 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     case VERIFY_OPTION:
       opts->verify = true;
       break;
+    case RETRY_OPTION:
+      if (parse_count ("--retry", optarg, 0, 1000, &opts->retry))
+        return -1;
+      break;
+    case RETRY_DELAY_OPTION:
+      if (parse_seconds (optarg, &opts->retry_delay_ms) == -1)
+        return bad ("--retry-delay: '%s' is not a number of seconds from "
+                    "0.01 to 86400",
+                    optarg);
+      break;
+    case CHECKPOINT_OPTION:
+      if (parse_size ("--checkpoint", optarg, &opts->checkpoint))
+        return -1;
+      if (opts->checkpoint < (int64_t) 128 * 1024 * 1024)
+        return bad ("--checkpoint: %s is less than a segment (128M)", optarg);
+      break;
+    case RESUME_OPTION:
+      if (optarg[0] == '\0')
+        return bad ("--resume: an empty file name");
+      opts->resume = optarg;
+      break;
     case 'p':
       opts->progress = true;
       if (optarg && parse_progress_fd (optarg, &opts->progress_fd) == -1)
@@ -504,6 +550,12 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     return -1;
   if (opts->blkhash && !blkhash_available ())
     return bad ("--blkhash is not built in (nbdcp was built without GnuTLS)");
+  /* A resumed copy does not read what an earlier run copied, so it
+     cannot hash the whole source. */
+  if (opts->resume && (opts->blkhash || opts->verify))
+    return bad ("--resume cannot be combined with --%s: a resumed copy "
+                "does not read the segments an earlier run finished",
+                opts->verify ? "verify" : "blkhash");
   if (opts->verify && !blkhash_available ())
     return bad ("--verify is not built in (nbdcp was built without GnuTLS)");
   if (opts->blkhash && !opts->blkhash_file && strcmp (opts->dst, "-") == 0

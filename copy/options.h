@@ -7,6 +7,7 @@
 
 #define MAX_REQUEST_SIZE (32 * 1024 * 1024) /* the NBD protocol's limit */
 #define MIN_REQUEST_SIZE 512
+#define DEFAULT_CHECKPOINT ((int64_t) 1024 * 1024 * 1024)
 
 struct options {
   const char *src;    /* SOURCE as given */
@@ -39,6 +40,11 @@ struct options {
   const char *blkhash_file; /* --blkhash-file, else NULL: stdout */
   bool verify;              /* --verify: read the destination back and
                                compare its blkhash with the source's */
+  unsigned retry;           /* --retry: reconnects per broken connection */
+  int64_t retry_delay_ms;   /* --retry-delay: the first wait */
+  int64_t checkpoint;       /* --checkpoint: bytes between a lane's
+                               flushes with --retry or --resume */
+  const char *resume;       /* --resume=FILE, else NULL */
 };
 
 /* Parses ARGV into OPTS.  Returns 0 to go on and copy, 1 when the

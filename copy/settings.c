@@ -182,6 +182,8 @@ settings_compute (struct settings *s, const struct options *opts,
     .destination_is_zero = opts->destination_is_zero,
     .verbose = opts->verbose,
     .timeout_ms = opts->timeout_ms,
+    .retry = opts->retry,
+    .retry_delay_ms = opts->retry_delay_ms,
   };
   s->threads = MIN (opts->threads, s->lanes);
 
@@ -189,6 +191,17 @@ settings_compute (struct settings *s, const struct options *opts,
     return -1;
   settle_queue_size (s, opts);
   settle_sparse_size (s, opts, dst);
+
+  /* What was sent to a stream cannot be taken back, nor a stream read
+     again: a copy with a stream on either side is not retried. */
+  if ((src->caps.stream || dst->caps.stream) && s->retry) {
+    note (s->verbose, "--retry ignored: a stream cannot be copied again");
+    s->retry = 0;
+  }
+  /* With --retry or --resume, lanes flush as they go, so that what is
+     done stays done (docs/design.md, "Retries and resume"). */
+  if (s->retry || opts->resume)
+    s->checkpoint = opts->checkpoint;
 
   /* A stream cannot skip ahead: every byte, zeroes included, must be
      written to it in order (as nbdcopy does). */

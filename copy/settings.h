@@ -28,7 +28,11 @@ struct settings {
   bool allocated;           /* zero with NO_HOLE; data written whole */
   bool destination_is_zero; /* send no zero requests */
   bool verbose;
-  int64_t timeout_ms; /* --timeout, 0 = none */
+  int64_t timeout_ms;     /* --timeout, 0 = none */
+  unsigned retry;         /* --retry: 0 = a broken connection fails */
+  int64_t retry_delay_ms; /* the first wait; doubled up to 30 s */
+  uint64_t checkpoint;    /* bytes between a lane's flushes, 0 = only
+                             at the end (no --retry, no --resume) */
 };
 
 /* Fill S from OPTS and the opened endpoints.  Returns -1 after

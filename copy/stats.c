@@ -1,8 +1,11 @@
 /* --stats: what the copy did, for people (text) and programs (JSON, one
  * object on one line of stderr).  Every byte of the source is counted
- * once as data written, zeroed, or skipped (--destination-is-zero), so
- * those three add up to the size; "holes" says how much of the zeroed or
- * skipped part was never read because the source reported it as zero.
+ * once as data written, zeroed, skipped (--destination-is-zero), or
+ * resumed (done by an earlier run, --resume), so those four add up to
+ * the size, less what was redone: bytes copied again after a reconnect
+ * (--retry) are counted each time they are copied.  "holes" says how
+ * much of the zeroed or skipped part was never read because the source
+ * reported it as zero.
  */
 #include <config.h>
 
@@ -17,7 +20,7 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
 {
   /* One buffer per figure: the arguments are all formatted before
      fprintf reads any of them. */
-  char a[32], b[32], c[32], d[32], e[32], f[32];
+  char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
   double rate = ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0;
 
   fprintf (stderr,
@@ -26,6 +29,8 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            "  zeroed         %s (%" PRIu64 " bytes)\n"
            "  skipped        %s (%" PRIu64 " bytes, --destination-is-zero)\n"
            "  never read     %s (%" PRIu64 " bytes of holes and zeroes)\n"
+           "  resumed        %s (%" PRIu64 " bytes, done by an earlier run)\n"
+           "  redone         %s (%" PRIu64 " bytes, after %u reconnection%s)\n"
            "  requests       %" PRIu64 "\n"
            "  connections    source %u, destination %u; %u lane%s on %u "
            "thread%s\n",
@@ -36,7 +41,10 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,
            human_size_format (s->skipped_bytes, e, sizeof e), s->skipped_bytes,
            human_size_format (s->hole_bytes, f, sizeof f), s->hole_bytes,
-           s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
+           human_size_format (s->resumed_bytes, g, sizeof g), s->resumed_bytes,
+           human_size_format (s->redone_bytes, h, sizeof h), s->redone_bytes,
+           s->retries, s->retries == 1 ? "" : "s", s->requests,
+           ctx->src_connections, ctx->dst_connections, s->lanes,
            s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");
 }
 
@@ -46,14 +54,16 @@ print_json (const struct copy_stats *s, const struct stats_context *ctx)
   fprintf (stderr,
            "{\"ok\": %s, \"size\": %" PRIu64 ", \"data_bytes\": %" PRIu64
            ", \"zero_bytes\": %" PRIu64 ", \"skipped_bytes\": %" PRIu64
-           ", \"hole_bytes\": %" PRIu64 ", \"requests\": %" PRIu64
+           ", \"hole_bytes\": %" PRIu64 ", \"resumed_bytes\": %" PRIu64
+           ", \"redone_bytes\": %" PRIu64 ", \"retries\": %u"
+           ", \"requests\": %" PRIu64
            ", \"source_connections\": %u, \"destination_connections\": %u"
            ", \"lanes\": %u, \"threads\": %u, \"elapsed_seconds\": %.6f"
            ", \"bytes_per_second\": %.0f}\n",
            ctx->ok ? "true" : "false", s->total_bytes, s->data_bytes,
-           s->zero_bytes, s->skipped_bytes, s->hole_bytes, s->requests,
-           ctx->src_connections, ctx->dst_connections, s->lanes, s->workers,
-           ctx->elapsed,
+           s->zero_bytes, s->skipped_bytes, s->hole_bytes, s->resumed_bytes,
+           s->redone_bytes, s->retries, s->requests, ctx->src_connections,
+           ctx->dst_connections, s->lanes, s->workers, ctx->elapsed,
            ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0.0);
 }
 
@@ -64,6 +74,9 @@ stats_add (struct copy_stats *sum, const struct copy_stats *s)
   sum->zero_bytes += s->zero_bytes;
   sum->skipped_bytes += s->skipped_bytes;
   sum->hole_bytes += s->hole_bytes;
+  sum->resumed_bytes += s->resumed_bytes;
+  sum->redone_bytes += s->redone_bytes;
+  sum->retries += s->retries;
   sum->requests += s->requests;
 }
 

@@ -13,6 +13,10 @@ struct copy_stats {
   uint64_t zero_bytes;    /* zeroed on the destination */
   uint64_t skipped_bytes; /* left alone: the destination reads as zero */
   uint64_t hole_bytes;    /* of the source, never read (extents) */
+  uint64_t resumed_bytes; /* done by an earlier run (--resume): skipped */
+  uint64_t redone_bytes;  /* copied, then copied again after a reconnect
+                             (--retry): counted twice above */
+  unsigned retries;       /* reconnections made (--retry) */
   uint64_t requests;      /* requests issued, both sides */
   int error;              /* errno of the first failure, or 0 */
   unsigned lanes;         /* connection pairs used */

@@ -49,10 +49,9 @@ verify_check_destination (const struct options *opts)
 }
 
 int
-verify_destination (const struct settings *copy_set,
-                    const struct options *opts, struct endpoint *dst,
-                    uint64_t size, const struct blkhash *source_hash,
-                    const char *source_hex,
+verify_destination (const struct settings *copy_set, const struct options *opts,
+                    struct endpoint *dst, uint64_t size,
+                    const struct blkhash *source_hash, const char *source_hex,
                     const volatile sig_atomic_t *interrupted,
                     struct copy_stats *stats)
 {
@@ -72,12 +71,15 @@ verify_destination (const struct settings *copy_set,
   set.allocated = false;
   set.destination_is_zero = true;
   set.sparse_size = 0;
-  note (set.verbose, "--verify: reading back %" PRIu64 " bytes of %s on %u "
-        "connection%s", size, dst->spec, set.lanes,
-        set.lanes == 1 ? "" : "s");
+  set.checkpoint = 0; /* no retries: it only reads */
+  set.retry = 0;
+  note (set.verbose,
+        "--verify: reading back %" PRIu64 " bytes of %s on %u "
+        "connection%s",
+        size, dst->spec, set.lanes, set.lanes == 1 ? "" : "s");
 
   r = engine_run (&set, dst, sink, size, NULL, NULL, interrupted, stats, hex,
-                  &hash);
+                  &hash, NULL);
   endpoint_close (sink, r == 0);
   if (r == -1) {
     char why[1024];
@@ -105,7 +107,8 @@ verify_destination (const struct settings *copy_set,
     return -1;
   }
   blkhash_free (hash);
-  note (set.verbose, "--verify: the destination's blkhash is the source's "
+  note (set.verbose,
+        "--verify: the destination's blkhash is the source's "
         "(%" PRIu64 " bytes read back, %" PRIu64 " in holes not read)",
         stats->data_bytes, stats->hole_bytes);
   return 0;

@@ -1,0 +1,139 @@
+#!/bin/bash
+# --retry: a copy survives NBD servers that die and come back (the
+# destination, the source several times, a destination that loses its
+# unflushed writes when it dies, a connection that stops answering), and
+# gives up, saying so, on one that stays down.
+. "${srcdir:-.}/tests/functions.sh"
+
+requires "$QEMU_IMG"
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin file
+requires_nbdkit_filter rate
+requires_nbdkit_filter cache
+requires_nbdkit_filter delay
+"$NBDCP" --retry=1 --help >/dev/null
+
+size=512M
+# The oracle: the same sparse-random disk, served without a rate limit.
+start_nbdkit plain sparse-random $size seed=7 percent=30
+plain=$(uri_of "$tmp/plain.sock")
+
+# serve NAME ARGS...: (re)start nbdkit on $tmp/NAME.sock; its pid is in
+# pid_NAME.  A server killed with SIGKILL leaves its socket behind.
+serve ()
+{
+  local name=$1
+  shift
+  rm -f "$tmp/$name.sock"
+  start_nbdkit "$name" "$@"
+  eval "pid_$name=${_pids[-1]}"
+}
+
+# copy_in_background ARGS...: nbdcp ARGS with its stderr in $tmp/err,
+# its exit status in $tmp/rc once it ends; its pid in $copy.
+copy_in_background ()
+{
+  rm -f "$tmp/rc"
+  (
+    r=0
+    run_nbdcp "$@" 2>"$tmp/err" || r=$?
+    echo $r >"$tmp/rc"
+  ) &
+  copy=$!
+}
+
+finished_ok ()
+{
+  ends_within $copy 120 || fail "$1: nbdcp did not end"
+  wait $copy || :
+  [ "$(cat "$tmp/rc")" = 0 ] || { cat "$tmp/err" >&2; fail "$1: exit $(cat "$tmp/rc")"; }
+  grep -q "reconnecting in .* (retry 1 of 5)" "$tmp/err" ||
+    { cat "$tmp/err" >&2; fail "$1: no retry was logged"; }
+}
+
+# 1. The destination is killed mid-copy and restarted half a second
+# later (a file, so what it had flushed persists).
+serve src --filter=rate sparse-random $size seed=7 percent=30 rate=800M
+src=$(uri_of "$tmp/src.sock")
+truncate -s $size "$tmp/d1.img"
+serve d1 file "$tmp/d1.img"
+copy_in_background --retry=5 --retry-delay=0.2 --stats=json "$src" \
+  "$(uri_of "$tmp/d1.sock")"
+sleep 0.5
+kill -9 $pid_d1
+sleep 0.5
+serve d1 file "$tmp/d1.img"
+finished_ok "destination restarted"
+grep -q '"redone_bytes": [1-9]' "$tmp/err" ||
+  fail "destination restarted: nothing was copied again"
+check_same "$plain" "$tmp/d1.img" "destination restarted"
+
+# 2. The source drops all its connections three times.
+"$QEMU_IMG" convert -f raw -O raw "$plain" "$tmp/src.img"
+serve s2 --filter=rate file "$tmp/src.img" rate=800M
+truncate -s $size "$tmp/d2.img"
+copy_in_background --retry=5 --retry-delay=0.1 "$(uri_of "$tmp/s2.sock")" \
+  "$tmp/d2.img"
+for i in 1 2 3; do
+  sleep 0.5
+  kill -0 $copy 2>/dev/null || break
+  kill -9 $pid_s2
+  serve s2 --filter=rate file "$tmp/src.img" rate=800M
+done
+finished_ok "source restarted"
+check_same "$plain" "$tmp/d2.img" "source restarted"
+
+# 3. A destination that loses what it has not flushed when it dies (the
+# cache filter in writeback mode keeps writes in memory until a flush):
+# segments finished before the kill were not flushed yet (the default
+# --checkpoint is 1G), so they must be copied again, not just the
+# requests that were in flight.
+truncate -s $size "$tmp/d3.img"
+serve d3 --filter=cache file "$tmp/d3.img" cache=writeback
+copy_in_background --retry=5 --retry-delay=0.2 "$src" \
+  "$(uri_of "$tmp/d3.sock")"
+sleep 0.8
+kill -9 $pid_d3
+serve d3 --filter=cache file "$tmp/d3.img" cache=writeback
+finished_ok "writeback destination killed"
+check_same "$plain" "$tmp/d3.img" "writeback destination killed"
+
+# 4. A destination that stays down: three attempts, waiting 0.1, 0.2
+# and 0.4 s, then exit 1 saying so.
+truncate -s $size "$tmp/d4.img"
+serve d4 file "$tmp/d4.img"
+copy_in_background --retry=3 --retry-delay=0.1 "$src" \
+  "$(uri_of "$tmp/d4.sock")"
+sleep 0.5
+kill -9 $pid_d4
+start=$(date +%s%N)
+ends_within $copy 20 || fail "stays down: nbdcp did not give up"
+wait $copy || :
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+[ "$(cat "$tmp/rc")" = 1 ] || fail "stays down: exit $(cat "$tmp/rc")"
+grep -q "^nbdcp: destination connection [0-9]: cannot reconnect: .*(gave up after 3 retries)$" \
+  "$tmp/err" || { cat "$tmp/err" >&2; fail "stays down: no 'gave up'"; }
+[ "$(grep -c "(retry 3 of 3)" "$tmp/err")" -ge 1 ] ||
+  fail "stays down: the third retry was not logged"
+# 0.7 s of delays, plus connecting attempts; far less than 20 s.
+[ $elapsed_ms -lt 10000 ] || fail "stays down: gave up after $elapsed_ms ms"
+
+# 5. A connection that stops answering (--timeout) is cut and made
+# again; a server that stalls every time makes it give up.
+start_nbdkit slow --filter=delay memory $size delay-write=5
+# (nbdkit 1.32 itself may die when a client drops a delayed request, so
+# the last failure can also be a refused connection.)
+expect_fail "destination connection [0-9]: .*\(gave up after 1 retry\)$" \
+  "$NBDCP" --retry=1 --retry-delay=0.1 --timeout=0.5 "$plain" \
+  "$(uri_of "$tmp/slow.sock")"
+grep -q "no reply in 0.5 seconds (--timeout); reconnecting in 0.1 s (retry 1 of 1)" \
+  "$tmp/err" || { cat "$tmp/err" >&2; fail "timeout: no retry logged"; }
+
+# 6. Server errors are not retried: a read error ends the copy at once.
+start_nbdkit eio --filter=error sparse-random $size seed=7 percent=30 \
+  error-pread-rate=1 error-pread=EIO
+expect_fail "source read at offset [0-9]+ length [0-9]+ failed: \
+Input/output error$" \
+  "$NBDCP" --retry=5 "$(uri_of "$tmp/eio.sock")" null:
+grep -q "reconnecting" "$tmp/err" && fail "a server error was retried"
+exit 0
