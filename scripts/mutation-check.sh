@@ -91,25 +91,25 @@ op_done_top='  l->activity[side].progress_ms = now_ms ();
 '
 
 mutation drop-segment copy/lane.c \
-'  else
-    index = atomic_fetch_add (&job->next_segment, 1);
+'    else
+      index = atomic_fetch_add (&job->next_segment, 1);
 ' \
-'  else
-    index = atomic_fetch_add (&job->next_segment, 1);
+'    else
+      index = atomic_fetch_add (&job->next_segment, 1);
 
-  /* Segment 1 is passed over as if it were done (and counted so). */
-  if (index == 1 && index < job->nsegments) {
-    uint64_t len = MIN (SEGMENT_SIZE,
-                        (uint64_t) atomic_load (&job->size) - SEGMENT_SIZE);
-    l->stats.skipped_bytes += len;
-    job_count_done (job, SEGMENT_SIZE, len);
-    index = atomic_fetch_add (&job->next_segment, 1);
-  }
+    /* Segment 1 is passed over as if it were done (and counted so). */
+    if (index == 1 && index < job->nsegments) {
+      uint64_t len = MIN (SEGMENT_SIZE,
+                          (uint64_t) atomic_load (&job->size) - SEGMENT_SIZE);
+      l->stats.skipped_bytes += len;
+      job_count_done (job, SEGMENT_SIZE, len);
+      index = atomic_fetch_add (&job->next_segment, 1);
+    }
 '
 
 mutation tail-off-by-one copy/lane.c \
-'      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size));' \
-'      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&job->size) - 1);'
+'      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size));' \
+'      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size) - 1);'
 
 mutation skip-zero-run copy/lane.c \
 '    if (runs[i].zero && set->destination_is_zero) {' \
@@ -137,8 +137,16 @@ mutation ignore-flush-error copy/lane.c "$op_done_top" \
 '
 
 mutation skip-flush-one-connection copy/lane.c \
-'  if (stopped || !job->dst->caps.can_flush) {' \
-'  if (stopped || !job->dst->caps.can_flush || l->index == 1) {'
+'  if (l->segment != NO_SEGMENT)
+    lane_segment_finished (l);
+  lane_flush (l, LANE_FLUSHING);' \
+'  if (l->index == 1) {
+    l->state = LANE_DONE;
+    return;
+  }
+  if (l->segment != NO_SEGMENT)
+    lane_segment_finished (l);
+  lane_flush (l, LANE_FLUSHING);'
 
 mutation flush-too-early copy/lane.c \
 '  if (l->state != LANE_COPYING || l->inflight > 0 || !(stopped || nothing_left))' \
@@ -214,6 +222,22 @@ mutation failed-copy-exits-0 copy/main.c \
     goto fail;
   /* A file written from a stream' \
 '  /* A file written from a stream'
+
+mutation verify-always-equal copy/verify.c \
+'  if (strcmp (hex, source_hex) != 0) {' \
+'  if (strcmp (hex, source_hex) != 0 && 0) {'
+
+# --retry copying again only what was in progress, not the finished
+# segments that were not flushed yet (lost by a server that restarts).
+mutation retry-redo-in-progress-only copy/lane.c \
+'  for (unsigned i = 0; i < l->nunflushed; i++)
+    l->redo[l->nredo++] = l->unflushed[i];
+' \
+''
+
+mutation resume-ignores-journal copy/lane.c \
+'    if (!job->journal || !journal_is_done (job->journal, index))' \
+'    if (true)'
 
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
