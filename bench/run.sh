@@ -295,6 +295,59 @@ w7 ()
   compare_tools w7 "$(sr "$W7_SIZE" percent=100)" '"$uri"' null: "$b"
 }
 
+# ---------------------------------------------------------------- checksums
+# hash_cmds PLUGIN DST OPTS...: nbdcp under the harness with each of
+# OPTS ("-" for none), named nbdcp, nbdcp+blkhash, ...
+hash_cmds ()
+{
+  local plugin=$1 dst=$2 o name; shift 2
+  for o in "$@"; do
+    name=nbdcp; [ "$o" = - ] || name="nbdcp+${o#--}"
+    [ "$o" = - ] && o=
+    printf '%s\0%s\0' "$name" \
+      "$(harness "$plugin" "$NBDCP_RUN${o:+ $o} \"\$uri\" $dst")"
+  done
+}
+
+# Hashing throughput: nbdcp --blkhash to null: against the same read
+# without hashing, and against sha256sum of the same bytes (streamed by
+# nbdcp to a pipe); openssl's single-core sha256 speed for reference.
+wh ()
+{
+  local b plugin ssl cmds=()
+  b=$(parse_size "$W7_SIZE")
+  plugin=$(sr "$W7_SIZE" percent=100)
+  ssl=$(openssl speed -evp sha256 -bytes 65536 -seconds 2 2>/dev/null |
+        awk '/^sha256/ { print $NF }')
+  write_meta wh1 "label=h1. --blkhash of $W7_SIZE all data -> null:" \
+    "title=h1. checksum throughput: sparse-random $W7_SIZE percent=100 -> null:" \
+    "size=$b" "data_percent=100" \
+    "note=nbdcp / tool below 1 is the cost of hashing; openssl speed -evp sha256 (64 KiB blocks, one core): ${ssl:-?}"
+  while IFS= read -r -d '' x; do cmds+=("$x"); done \
+    < <(hash_cmds "$plugin" null: - --blkhash)
+  cmds+=(sha256sum "$(harness "$plugin" "$NBDCP_RUN \"\$uri\" - | sha256sum")")
+  run_hyperfine wh1 "" "${cmds[@]}"
+
+  # The cost of --blkhash and --verify on copies (workloads 2 and 1).
+  b=$(parse_size "$W2_SIZE")
+  write_meta wh2 "label=h2. as 2, with --blkhash" \
+    "title=h2. --blkhash on workload 2: sparse-random $W2_SIZE percent=100 onto itself" \
+    "size=$b" "data_percent=100" "note=target: --blkhash at most 1.5x the copy"
+  cmds=()
+  while IFS= read -r -d '' x; do cmds+=("$x"); done \
+    < <(hash_cmds "$(sr "$W2_SIZE" percent=100)" '"$uri"' - --blkhash)
+  run_hyperfine wh2 "" "${cmds[@]}"
+
+  b=$(parse_size "$W1_SIZE")
+  write_meta wh3 "label=h3. as 1, with --blkhash, --verify" \
+    "title=h3. --blkhash and --verify on workload 1: sparse-random $W1_SIZE (10% data) onto itself" \
+    "size=$b" "data_percent=10" "note=targets: --blkhash at most 1.5x, --verify at most 2x the copy"
+  cmds=()
+  while IFS= read -r -d '' x; do cmds+=("$x"); done \
+    < <(hash_cmds "$(sr "$W1_SIZE")" '"$uri"' - --blkhash --verify)
+  run_hyperfine wh3 "" "${cmds[@]}"
+}
+
 # ---------------------------------------------------------------- CPU cost
 # cpu_measure NAME SRC DST SIZE PREPARE: each tool CPU_RUNS times under
 # /usr/bin/time against servers already running, so only the copier
@@ -392,6 +445,7 @@ bench_log "results in $OUT; scratch in $bench_scratch; tools: ${avail_tools[*]}"
 for w in $WORKLOADS; do
   case "$w" in
     1) w1 ;; 2) w2 ;; 3) w3 ;; 4) w4 ;; 5) w5 ;; 6) w6 ;; 7) w7 ;;
+    hash) wh ;;
     cpu) cpu ;;
     sweeps) sweeps ;;
     *) bench_log "warning: unknown workload '$w'" ;;
