@@ -39,6 +39,8 @@ struct options {
   const char *blkhash_file; /* --blkhash-file, else NULL: stdout */
   bool verify;              /* --verify: read the destination back and
                                compare its blkhash with the source's */
+  const char *bitmap;       /* --bitmap=NAME: copy only what qemu dirty
+                               bitmap NAME marks dirty, else NULL */
 };
 
 /* Parses ARGV into OPTS.  Returns 0 to go on and copy, 1 when the

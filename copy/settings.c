@@ -182,6 +182,7 @@ settings_compute (struct settings *s, const struct options *opts,
     .destination_is_zero = opts->destination_is_zero,
     .verbose = opts->verbose,
     .timeout_ms = opts->timeout_ms,
+    .bitmap = opts->bitmap,
   };
   s->threads = MIN (opts->threads, s->lanes);
 

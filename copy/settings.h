@@ -28,7 +28,9 @@ struct settings {
   bool allocated;           /* zero with NO_HOLE; data written whole */
   bool destination_is_zero; /* send no zero requests */
   bool verbose;
-  int64_t timeout_ms; /* --timeout, 0 = none */
+  int64_t timeout_ms;   /* --timeout, 0 = none */
+  const char *bitmap;   /* --bitmap NAME: copy only its dirty ranges */
+  uint64_t dirty_bytes; /* --bitmap: what will be copied (bitmap.c) */
 };
 
 /* Fill S from OPTS and the opened endpoints.  Returns -1 after

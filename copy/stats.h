@@ -13,19 +13,22 @@ struct copy_stats {
   uint64_t zero_bytes;    /* zeroed on the destination */
   uint64_t skipped_bytes; /* left alone: the destination reads as zero */
   uint64_t hole_bytes;    /* of the source, never read (extents) */
+  uint64_t clean_bytes;   /* --bitmap: of the skipped, those clean in the
+                             bitmap (neither read nor written) */
   uint64_t requests;      /* requests issued, both sides */
   int error;              /* errno of the first failure, or 0 */
   unsigned lanes;         /* connection pairs used */
   unsigned workers;
 };
 
-/* Add S's counts (data, zero, skipped, holes, requests) to SUM. */
+/* Add S's counts (data, zero, skipped, holes, clean, requests) to SUM. */
 void stats_add (struct copy_stats *sum, const struct copy_stats *s);
 
 struct stats_context {
   unsigned src_connections, dst_connections;
-  double elapsed; /* seconds */
-  bool ok;        /* the copy succeeded */
+  double elapsed;     /* seconds */
+  bool ok;            /* the copy succeeded */
+  const char *bitmap; /* --bitmap NAME, else NULL */
 };
 
 void stats_print (const struct copy_stats *s, const struct stats_context *ctx,
