@@ -11,6 +11,7 @@
 : "${QEMU_IMG:=qemu-img}"
 : "${QEMU_NBD:=qemu-nbd}"
 : "${QEMU_IO:=qemu-io}"
+: "${NBDINFO:=nbdinfo}"
 : "${HYPERFINE:=hyperfine}"
 : "${GNU_TIME:=/usr/bin/time}"
 

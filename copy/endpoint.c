@@ -131,6 +131,19 @@ endpoint_is_stream (const char *spec, char **command, bool writable)
 }
 
 bool
+endpoint_is_new_file (const char *spec, char **command)
+{
+  struct stat st;
+
+  if (classify (spec, command, true) != &file_endpoint_ops)
+    return false;
+  if (strcmp (spec, "-") == 0 ? fstat (STDOUT_FILENO, &st) == -1
+                              : stat (spec, &st) == -1)
+    return errno == ENOENT;
+  return S_ISREG (st.st_mode) && st.st_size == 0;
+}
+
+bool
 endpoint_can_read_back (const char *spec, char **command)
 {
   const struct endpoint_ops *ops = classify (spec, command, true);

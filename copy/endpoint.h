@@ -94,6 +94,11 @@ struct endpoint_ops {
   int (*extents) (struct conn *c, uint64_t len, uint64_t offset,
                   struct extent_list *list, struct op *op);
   int (*flush) (struct conn *c, struct op *op);
+  /* Optional, sources that can report a dirty bitmap (--bitmap): the
+     same as extents, answered before returning, on the first
+     connection, before the copy starts. */
+  int (*scan_extents) (struct endpoint *ep, uint64_t len, uint64_t offset,
+                       struct extent_list *list);
 
   /* Optional: the worker that will drive C starts.  RING is its ring;
      BUFS is the pool the lane's buffers come from, registered with the
@@ -166,6 +171,11 @@ void endpoint_close (struct endpoint *ep, bool clean);
  * endpoint_open decides.
  */
 bool endpoint_is_stream (const char *spec, char **command, bool writable);
+
+/* True if the destination SPEC (or COMMAND) is a file that does not
+ * exist yet or is empty: it holds no earlier copy (--bitmap).
+ */
+bool endpoint_is_new_file (const char *spec, char **command);
 
 /* True if the destination SPEC (or COMMAND) can be read back after the
  * copy (--verify): not null:, not a stream.

@@ -335,10 +335,10 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
       aborted = true;
     }
     if (progress) {
+      uint64_t done, total;
       pthread_mutex_unlock (&job->lock);
-      uint64_t total = atomic_load (&job->size);
-      progress (progress_arg, atomic_load (&job->bytes_done),
-                total == UINT64_MAX ? 0 : total);
+      job_progress (job, &done, &total);
+      progress (progress_arg, done, total);
       pthread_mutex_lock (&job->lock);
     }
   }
@@ -560,9 +560,11 @@ engine_run (const struct settings *set, struct endpoint *src,
     if (ret == 0 && e.job.hash
         && blkhash_finish (e.job.hash, stats->total_bytes, hash_out) == -1)
       ret = -1;
-    if (progress)
-      progress (progress_arg, atomic_load (&e.job.bytes_done),
-                stats->total_bytes);
+    if (progress) {
+      uint64_t done, total;
+      job_progress (&e.job, &done, &total);
+      progress (progress_arg, done, total);
+    }
   }
   if (hash && ret == 0) {
     *hash = e.job.hash;

@@ -13,6 +13,7 @@ extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end)
   list->start = start;
   list->end = end;
   list->full = false;
+  list->dirty = NULL;
 }
 
 uint64_t
@@ -50,7 +51,8 @@ extent_list_add (struct extent_list *list, uint64_t offset, uint64_t length,
     list->full = true;
     return;
   }
-  list->v[list->len++] = (struct extent){ offset, length, zero };
+  list->v[list->len++]
+      = (struct extent){ .offset = offset, .length = length, .zero = zero };
 }
 
 static uint64_t
@@ -101,17 +103,81 @@ extent_list_align (struct extent_list *list, uint64_t block)
     if (n > 0 && list->v[n - 1].zero == e.zero)
       list->v[n - 1].length = b - list->v[n - 1].offset;
     else
-      list->v[n++] = (struct extent){ a, b - a, e.zero };
+      list->v[n++]
+          = (struct extent){ .offset = a, .length = b - a, .zero = e.zero };
     out_end = b;
   }
   /* Too little was known to say anything about a whole block: call the
      first block data, which is always correct. */
   if (n == 0) {
     uint64_t len = MIN (block, list->end - list->start);
-    list->v[n++] = (struct extent){ list->start, len, false };
+    list->v[n++] = (struct extent){ .offset = list->start, .length = len };
     out_end = list->start + len;
   }
   list->len = n;
   if (out_end < list->end)
     list->full = true;
+}
+
+/* Append [offset, offset+length) as ZERO/CLEAN to OUT, joining the
+ * last extent if it is the same kind.  False if OUT is full.
+ */
+static bool
+append (struct extent_list *out, uint64_t offset, uint64_t length, bool zero,
+        bool clean)
+{
+  struct extent *last = out->len ? &out->v[out->len - 1] : NULL;
+
+  if (last && last->clean == clean && (clean || last->zero == zero)) {
+    last->length += length;
+    return true;
+  }
+  if (out->len == out->cap) {
+    out->full = true;
+    return false;
+  }
+  out->v[out->len++]
+      = (struct extent){ offset, length, clean ? false : zero, clean };
+  return true;
+}
+
+void
+extent_list_restrict (struct extent_list *out, struct extent_list *alloc,
+                      struct extent_list *dirty, bool holes, uint64_t block)
+{
+  uint64_t start = out->start, end = out->end, pos;
+  size_t i = 0, j = 0;
+
+  if (!holes || alloc->len == 0) {
+    extent_list_reset (alloc, start, end);
+    extent_list_add (alloc, start, end - start, false);
+  }
+  if (dirty->len == 0) {
+    extent_list_reset (dirty, start, end);
+    extent_list_add (dirty, start, end - start, false);
+  }
+  extent_list_align (alloc, block);
+  extent_list_align (dirty, block);
+  end = MIN (extent_list_covered (alloc), extent_list_covered (dirty));
+
+  /* Walk both lists at once: each piece between two boundaries of
+     either list is clean, or whatever ALLOC says it is. */
+  out->len = 0;
+  out->full = false;
+  for (pos = start; pos < end;) {
+    const struct extent *a = &alloc->v[i], *d = &dirty->v[j];
+    uint64_t a_end = a->offset + a->length, d_end = d->offset + d->length;
+    uint64_t piece_end = MIN (a_end, d_end);
+
+    piece_end = MIN (piece_end, end);
+    if (!append (out, pos, piece_end - pos, a->zero, d->zero))
+      return;
+    pos = piece_end;
+    if (pos == a_end)
+      i++;
+    if (pos == d_end)
+      j++;
+  }
+  if (end < out->end)
+    out->full = true;
 }

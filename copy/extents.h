@@ -9,11 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A run of the source that is either data or reads as zero. */
+/* A run of the source that is either data or reads as zero; with
+ * --bitmap, or clean: unchanged since the previous copy, so neither read
+ * nor written.
+ */
 struct extent {
   uint64_t offset;
   uint64_t length;
   bool zero;
+  bool clean;
 };
 
 /* A fixed-size list of extents covering [start, end) from start onwards,
@@ -27,6 +31,11 @@ struct extent_list {
   size_t len, cap;
   uint64_t start, end;
   bool full;
+  /* --bitmap: where a source puts the dirty bitmap's answer for the
+     same range, or NULL.  In that list `zero` means clean: both are
+     what need not be copied, and extent_list_align rounds both inwards,
+     so a block that is partly dirty is copied. */
+  struct extent_list *dirty;
 };
 
 void extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end);
@@ -47,5 +56,19 @@ uint64_t extent_list_covered (const struct extent_list *list);
  * one BLOCK, or reached LIST->end.
  */
 void extent_list_align (struct extent_list *list, uint64_t block);
+
+/* --bitmap: make OUT the extents of ALLOC (base:allocation) where DIRTY
+ * says dirty, and clean extents where DIRTY says clean.  Both are
+ * filled for [OUT->start, OUT->end) and are fitted to BLOCK here; an
+ * empty ALLOC, or HOLES false (--no-extents, a source that cannot tell
+ * holes), makes the range data; an empty DIRTY makes it dirty (copying
+ * too much is safe, too little is not).  The two answers may end at
+ * different places (a server may answer for a prefix): OUT ends where
+ * the shorter one does, or where OUT fills up, and is then full, so
+ * the caller asks again from there.
+ */
+void extent_list_restrict (struct extent_list *out, struct extent_list *alloc,
+                           struct extent_list *dirty, bool holes,
+                           uint64_t block);
 
 #endif

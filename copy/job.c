@@ -65,6 +65,31 @@ job_uncount (struct job *job, uint64_t segment)
   return bytes;
 }
 
+void
+job_count_clean (struct job *job, uint64_t offset, uint64_t bytes)
+{
+  job_count_done (job, offset, bytes);
+  atomic_fetch_add_explicit (&job->clean_done, bytes, memory_order_relaxed);
+}
+
+void
+job_progress (struct job *job, uint64_t *done, uint64_t *total)
+{
+  /* Relaxed counters read one after the other: the difference may be
+     a little off while the copy runs, so it is kept in bounds. */
+  uint64_t clean = atomic_load (&job->clean_done);
+  uint64_t all = atomic_load (&job->bytes_done);
+
+  *done = all - MIN (clean, all);
+  *total = atomic_load (&job->size);
+  if (*total == UINT64_MAX)
+    *total = 0; /* a stream source, not ended yet */
+  if (job->set->bitmap) {
+    *total = job->set->dirty_bytes;
+    *done = MIN (*done, *total);
+  }
+}
+
 int
 job_check_accounting (const struct job *job, uint64_t done_bytes)
 {

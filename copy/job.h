@@ -34,6 +34,7 @@ struct job {
 
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */
+  atomic_uint_fast64_t clean_done; /* --bitmap: of those, skipped as clean */
   /* The same per segment (NULL for a stream source), each written only
      by the lane that took the segment and read once the workers have
      ended: every segment must be accounted for exactly, or the copy is
@@ -91,6 +92,16 @@ void job_count_done (struct job *job, uint64_t offset, uint64_t bytes);
  * counted for it.  Returns those bytes.
  */
 uint64_t job_uncount (struct job *job, uint64_t segment);
+
+/* The same, for a range left alone because the --bitmap says it is
+ * clean: it counts as done, but not as work for -p.
+ */
+void job_count_clean (struct job *job, uint64_t offset, uint64_t bytes);
+
+/* What -p shows: bytes done and bytes to do (0: not known).  With
+ * --bitmap only dirty bytes are work: clean ones cost nothing.
+ */
+void job_progress (struct job *job, uint64_t *done, uint64_t *total);
 
 /* Once the workers have ended: were all the job's bytes accounted for
  * exactly once, DONE_BYTES in all?  -1 after error_set() if not.

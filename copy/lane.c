@@ -162,25 +162,33 @@ lane_fail (struct lane *l, enum op_kind kind, uint64_t offset, uint64_t length,
 }
 
 /* Learn the extents of [pos, segment_end).  Sources that cannot tell,
- * and --no-extents, make the whole range data at once.
+ * and --no-extents, make the whole range data at once, unless the
+ * dirty bitmap (--bitmap) is needed.
  */
 static int
 lane_fetch_extents (struct lane *l)
 {
   struct job *job = l->job;
   struct op *op = &l->extents_op;
+  struct extent_list *list = &l->extents;
   uint64_t len = l->segment_end - l->pos;
 
   extent_list_reset (&l->extents, l->pos, l->segment_end);
   l->next_extent = 0;
-  if (!l->set->extents || !job->src->ops->extents
-      || !job->src->caps.can_extents) {
+  if (l->set->bitmap) {
+    extent_list_reset (&l->alloc, l->pos, l->segment_end);
+    extent_list_reset (&l->dirty, l->pos, l->segment_end);
+    l->alloc.dirty = &l->dirty;
+    list = &l->alloc;
+  }
+  else if (!l->set->extents || !job->src->ops->extents
+           || !job->src->caps.can_extents) {
     extent_list_add (&l->extents, l->pos, len, false);
     extent_list_align (&l->extents, l->set->align);
     return 0;
   }
   lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
-  if (job->src->ops->extents (l->src, len, l->pos, &l->extents, op) == -1) {
+  if (job->src->ops->extents (l->src, len, l->pos, list, op) == -1) {
     lane_fail (l, op->kind, l->pos, len, error_get (), 0);
     return -1;
   }
@@ -276,6 +284,20 @@ lane_issue_zero_extent (struct lane *l, struct extent *e)
   l->stats.hole_bytes += len;
   lane_advance (l, e, len);
   return 0;
+}
+
+/* --bitmap: clean extent E is the same on the destination already
+ * (the previous copy): nothing to read or write, only to count.
+ */
+static void
+lane_skip_clean (struct lane *l, struct extent *e)
+{
+  uint64_t len = e->length;
+
+  l->stats.clean_bytes += len;
+  l->stats.skipped_bytes += len;
+  job_count_clean (l->job, e->offset, len);
+  lane_advance (l, e, len);
 }
 
 /* Start reading the next piece of data extent E into a free buffer.
@@ -401,6 +423,10 @@ lane_issue (struct lane *l)
       continue;
     }
     e = &l->extents.v[l->next_extent];
+    if (e->clean) {
+      lane_skip_clean (l, e);
+      continue;
+    }
     r = e->zero ? lane_issue_zero_extent (l, e) : lane_issue_read (l, e);
     if (r != 0)
       return;
@@ -502,6 +528,14 @@ lane_op_done (struct lane *l, struct op *op)
   switch (op->kind) {
   case OP_EXTENTS:
     l->extents_busy = false;
+    /* --bitmap: only the dirty ranges are copied, holes in them as
+       holes (unless --no-extents). */
+    if (l->set->bitmap && !op->err) {
+      extent_list_restrict (&l->extents, &l->alloc, &l->dirty,
+                            l->set->extents && job->src->caps.can_extents,
+                            l->set->align);
+      break;
+    }
     /* A server that answered nothing for the range gets it read. */
     if (!op->err && l->extents.len == 0)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
@@ -768,6 +802,10 @@ lane_init (struct lane *l, unsigned index, struct job *job,
     return -1;
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;
+  l->alloc.v = l->alloc_store;
+  l->alloc.cap = EXTENTS_PER_LANE;
+  l->dirty.v = l->dirty_store;
+  l->dirty.cap = EXTENTS_PER_LANE;
   if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
     return -1;
   l->buffers = calloc (nbuffers, sizeof *l->buffers);

@@ -58,6 +58,10 @@ struct lane {
   struct extent extent_store[EXTENTS_PER_LANE];
   struct extent_list extents; /* of [pos, ...) in the current segment */
   size_t next_extent;
+  /* --bitmap: the source's two answers, base:allocation and the dirty
+     bitmap, before extent_list_restrict makes `extents` of them. */
+  struct extent alloc_store[EXTENTS_PER_LANE], dirty_store[EXTENTS_PER_LANE];
+  struct extent_list alloc, dirty;
 
   uint64_t pos; /* next byte to issue */
   uint64_t segment_end;

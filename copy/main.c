@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bitmap.h"
 #include "blkhash.h"
 #include "endpoint.h"
 #include "engine.h"
@@ -264,6 +265,10 @@ open_journal (const struct options *opts, const struct endpoint *src,
   }
   nsegments = (src->size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
   journal_identity (src, dst, identity, sizeof identity);
+  /* An incremental copy is another copy than a full one. */
+  if (opts->bitmap)
+    snprintf (identity + strlen (identity), sizeof identity - strlen (identity),
+              "\nbitmap %s", opts->bitmap);
   if (journal_open (j, opts->resume, identity, nsegments) == -1) {
     journal_close (j, false);
     return -1;
@@ -324,6 +329,8 @@ main (int argc, char **argv)
     goto fail;
   if (opts.verify && verify_check_destination (&opts) == -1)
     goto fail;
+  if (opts.bitmap && bitmap_check_endpoints (&opts) == -1)
+    goto fail;
 
   /* A stream is copied in order, on one connection. */
   if (endpoint_is_stream (opts.src, opts.src_command, false)
@@ -336,7 +343,7 @@ main (int argc, char **argv)
   if (!src)
     goto fail;
   describe (&opts, src);
-  if (interrupt_signal)
+  if (interrupt_signal || (opts.bitmap && bitmap_check_source (src) == -1))
     goto fail;
   dst = endpoint_open (opts.dst, opts.dst_command, true,
                        opts.dst_command ? 1 : opts.connections, &opts);
@@ -356,7 +363,8 @@ main (int argc, char **argv)
   if (check_endpoints (src, dst) == -1)
     goto fail;
 
-  if (settings_compute (&set, &opts, src, dst) == -1)
+  if (settings_compute (&set, &opts, src, dst) == -1
+      || (set.bitmap && bitmap_scan (src, &set) == -1))
     goto fail;
   char what[64] = "until the source stream ends";
   if (src->size >= 0)
@@ -387,13 +395,15 @@ main (int argc, char **argv)
                   src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
                   progress_update, &progress, &interrupt_signal, &stats, hash,
                   &source_hash, have_journal ? &journal : NULL);
-  progress_finish (&progress, 0, stats.total_bytes, r == 0);
+  progress_finish (&progress, 0,
+                   set.bitmap ? set.dirty_bytes : stats.total_bytes, r == 0);
   if (opts.stats) {
     struct stats_context ctx = {
       .src_connections = src->nconns,
       .dst_connections = dst->nconns,
       .elapsed = now () - start,
       .ok = r == 0,
+      .bitmap = set.bitmap,
     };
     stats_print (&stats, &ctx, opts.stats_json);
   }

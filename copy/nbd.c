@@ -36,6 +36,7 @@
 #include <libnbd.h>
 #include <liburing.h>
 
+#include "bitmap.h"
 #include "endpoint.h"
 #include "error.h"
 #include "minmax.h"
@@ -74,9 +75,8 @@ struct conn {
 
 /* What a reconnect needs to know of the options (in ep->priv). */
 struct nbd_endpoint {
-  bool verbose;
-  int64_t timeout_ms;
-  uint32_t request_size;
+  const struct options *opts; /* main's, alive until the end */
+  const char *bitmap;         /* --bitmap, on the source side */
 };
 
 static int64_t
@@ -99,24 +99,33 @@ print_debug (void *user_data, const char *context, const char *msg)
 }
 
 /* A handle connecting to EP: its URI, or its [ CMD ] run as a
- * subprocess with systemd socket activation.
+ * subprocess with systemd socket activation.  With --bitmap it asks
+ * for the bitmap's meta context too, and OPT_MODE stops it in the
+ * negotiation, so that the contexts the server offers can be listed if
+ * the bitmap is not among them (see negotiate_bitmap).
  */
 static struct nbd_handle *
-handle_create (const struct endpoint *ep, bool verbose)
+handle_create (const struct endpoint *ep, const struct options *opts,
+               const char *bitmap, bool opt_mode)
 {
   struct nbd_handle *h = nbd_create ();
   nbd_debug_callback debug = { .callback = print_debug };
+  char context[BITMAP_CONTEXT_MAX];
 
   if (!h)
     return NULL;
-  if ((verbose && nbd_set_debug_callback (h, debug) == -1)
-      || nbd_set_debug (h, verbose) == -1
+  if (bitmap)
+    bitmap_context (bitmap, context, sizeof context);
+  if ((opts->verbose && nbd_set_debug_callback (h, debug) == -1)
+      || nbd_set_debug (h, opts->verbose) == -1
       /* Buffers are only used after a successful read, so libnbd need
          not clear them first (it does by default, at a cost). */
       || nbd_set_pread_initialize (h, false) == -1
       /* Let URIs name a TLS key file (tls-psk-file=). */
       || nbd_set_uri_allow_local_file (h, true) == -1
       || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
+      || (bitmap && nbd_add_meta_context (h, context) == -1)
+      || (opt_mode && nbd_set_opt_mode (h, true) == -1)
       || (ep->command
               ? nbd_aio_connect_systemd_socket_activation (h, ep->command)
               : nbd_aio_connect_uri (h, ep->spec))
@@ -347,6 +356,164 @@ read_caps (struct endpoint *ep, struct nbd_handle *h)
   };
 }
 
+/* Run H until DONE (H, ARG), as handshake_all does for many: failing
+ * when H dies, at DEADLINE, or on a signal.
+ */
+static int
+drive (struct nbd_handle *h, bool (*done) (struct nbd_handle *, void *),
+       void *arg, int64_t deadline)
+{
+  while (!done (h, arg)) {
+    unsigned dir = nbd_aio_get_direction (h);
+    struct pollfd pfd = { .fd = nbd_aio_get_fd (h) };
+    int64_t left = deadline - now_ms ();
+    int r = 0;
+
+    if (nbd_aio_is_dead (h) == 1 || nbd_aio_is_closed (h) == 1) {
+      error_set ("%s", nbd_get_error () ? nbd_get_error ()
+                                        : "the server closed the connection");
+      return -1;
+    }
+    if (interrupt_signal) {
+      error_set ("interrupted during the handshake");
+      return -1;
+    }
+    if (left <= 0) {
+      error_set ("timed out during handshake");
+      return -1;
+    }
+    pfd.events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0)
+                 | ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
+    if (poll (&pfd, 1, MIN (left, (int64_t) SIGNAL_CHECK_MS)) == -1
+        && errno != EINTR) {
+      error_set ("poll: %s", strerror (errno));
+      return -1;
+    }
+    if ((dir & LIBNBD_AIO_DIRECTION_WRITE)
+        && (pfd.revents & (POLLOUT | POLLHUP | POLLERR)))
+      r = nbd_aio_notify_write (h);
+    else if ((dir & LIBNBD_AIO_DIRECTION_READ)
+             && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+      r = nbd_aio_notify_read (h);
+    if (r == -1) {
+      error_set ("%s", nbd_get_error ());
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static bool
+negotiating_or_ready (struct nbd_handle *h, void *arg)
+{
+  return nbd_aio_is_negotiating (h) == 1 || nbd_aio_is_ready (h) == 1;
+}
+
+/* An option request's completion: ERR is 0 or the errno, -1 pending. */
+static int
+option_done (void *user_data, int *error)
+{
+  *(int *) user_data = *error;
+  return 1;
+}
+
+static bool
+option_finished (struct nbd_handle *h, void *arg)
+{
+  return *(int *) arg != -1;
+}
+
+/* The names the server lists, comma-separated, as many as fit. */
+struct context_names {
+  char text[256];
+  size_t len;
+  unsigned count;
+};
+
+static int
+got_context (void *user_data, const char *name)
+{
+  struct context_names *names = user_data;
+  size_t room = sizeof names->text - names->len;
+  int n = snprintf (names->text + names->len, room, "%s%s",
+                    names->count ? ", " : "", name);
+
+  names->count++;
+  if (n >= 0 && (size_t) n < room)
+    names->len += n;
+  else if (room > 4)
+    strcpy (names->text + sizeof names->text - 4, "...");
+  return 0;
+}
+
+/* --bitmap: take H (connecting in option mode) through the handshake,
+ * listing the server's meta contexts on the way, and fail if the
+ * bitmap's context is not one that it agreed to: the copy must not
+ * start if it cannot tell dirty from clean.  The list costs one round
+ * trip, and it is made on this connection rather than a separate one
+ * because qemu-nbd serves one client at a time by default and, without
+ * --persistent, exits when that client leaves.
+ */
+static int
+negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
+                  const char *bitmap, const struct options *opts)
+{
+  int64_t deadline
+      = now_ms ()
+        + (opts->timeout_ms ? opts->timeout_ms : FIRST_CONNECT_TIMEOUT_MS);
+  char context[BITMAP_CONTEXT_MAX];
+  struct context_names names = { .text = "" };
+  nbd_context_callback list_cb
+      = { .callback = got_context, .user_data = &names };
+  int listed = -1, went = -1;
+  bool negotiated = false;
+
+  bitmap_context (bitmap, context, sizeof context);
+  if (drive (h, negotiating_or_ready, NULL, deadline) == -1)
+    goto fail;
+  /* Servers without the newstyle negotiation are ready at once. */
+  if (nbd_aio_is_negotiating (h) == 1) {
+    negotiated = true;
+    /* With no query the server lists every context it has. */
+    if (nbd_clear_meta_contexts (h) == -1
+        || nbd_aio_opt_list_meta_context (
+               h, list_cb,
+               (nbd_completion_callback){ .callback = option_done,
+                                          .user_data = &listed })
+               == -1
+        || drive (h, option_finished, &listed, deadline) == -1
+        || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
+        || nbd_add_meta_context (h, context) == -1
+        || nbd_aio_opt_go (h,
+                           (nbd_completion_callback){ .callback = option_done,
+                                                      .user_data = &went })
+               == -1
+        || drive (h, option_finished, &went, deadline) == -1)
+      goto fail;
+    if (went != 0 || nbd_aio_is_ready (h) != 1) {
+      error_set ("%s", went > 0 ? strerror (went) : nbd_get_error ());
+      goto fail;
+    }
+  }
+  if (nbd_can_meta_context (h, context) == 1)
+    return 0;
+  if (!negotiated || listed != 0)
+    error_set ("%s: no dirty bitmap '%s': the server did not agree to the "
+               "meta context %s, and does not list the ones it has",
+               ep->spec, bitmap, context);
+  else
+    error_set ("%s: no dirty bitmap '%s': the server did not agree to the "
+               "meta context %s; it offers %s",
+               ep->spec, bitmap, context,
+               names.count ? names.text : "no meta contexts");
+  return -1;
+
+fail:
+  snprintf (names.text, sizeof names.text, "%s", error_get ());
+  error_set ("%s: cannot connect: %s", ep->spec, names.text);
+  return -1;
+}
+
 static int
 nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
              const struct options *opts)
@@ -354,6 +521,8 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   struct nbd_handle **h = calloc (want, sizeof *h);
   unsigned n = 0, ready;
   char why[512] = "";
+  /* --bitmap is the source's. */
+  const char *bitmap = writable ? NULL : opts->bitmap;
 
   if (!h) {
     error_set ("out of memory");
@@ -362,7 +531,7 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   /* A connection that fails at once (qemu-nbd's listen queue can be
      full when it takes one client) is only fatal if none works. */
   for (unsigned i = 0; i < want; i++) {
-    h[i] = handle_create (ep, opts->verbose);
+    h[i] = handle_create (ep, opts, bitmap, bitmap && i == 0);
     if (!h[i]) {
       if (opts->verbose || n == i)
         snprintf (why, sizeof why, "%s", error_get ());
@@ -376,6 +545,18 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   if (n == 0) {
     free (h);
     error_set ("%s: %s", ep->spec, why);
+    return -1;
+  }
+  /* --bitmap: the first connection's handshake makes sure of the
+     bitmap, and lists what the server has if it is not there, before
+     the others finish theirs. */
+  if (bitmap && (!h[0] || negotiate_bitmap (h[0], ep, bitmap, opts) == -1)) {
+    if (!h[0])
+      error_set ("%s: %s", ep->spec, why);
+    for (unsigned i = 0; i < want; i++)
+      if (h[i])
+        nbd_close (h[i]);
+    free (h);
     return -1;
   }
   n = 0;
@@ -414,9 +595,8 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   }
   ep->nconns = n;
   *(struct nbd_endpoint *) ep->priv = (struct nbd_endpoint){
-    .verbose = opts->verbose,
-    .timeout_ms = opts->timeout_ms,
-    .request_size = opts->request_size,
+    .opts = opts,
+    .bitmap = bitmap,
   };
   free (h);
   return 0;
@@ -486,7 +666,22 @@ got_extents (void *user_data, const char *metacontext, uint64_t offset,
              uint32_t *entries, size_t nr_entries, int *error)
 {
   struct extent_list *list = user_data;
+  bool bitmap = strncmp (metacontext, BITMAP_CONTEXT_PREFIX,
+                         strlen (BITMAP_CONTEXT_PREFIX))
+                == 0;
 
+  /* With --bitmap the one bitmap context asked for is negotiated as
+     well, and its answer goes to its own list: the two contexts need
+     not end their extents at the same places, nor answer for as much. */
+  if (bitmap && list->dirty) {
+    for (size_t i = 0; i + 1 < nr_entries; i += 2) {
+      /* qemu's dirty bitmaps: flag bit 0 set means dirty. */
+      extent_list_add (list->dirty, offset, entries[i],
+                       !(entries[i + 1] & BITMAP_STATE_DIRTY));
+      offset += entries[i];
+    }
+    return 0;
+  }
   if (strcmp (metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0)
     return 0;
   for (size_t i = 0; i + 1 < nr_entries; i += 2) {
@@ -507,6 +702,25 @@ nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset,
   return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), 0) == -1
              ? failed ()
              : 0;
+}
+
+/* The same as nbd_ep_extents, but waiting for the answer: for --bitmap's
+ * look at the whole bitmap before the copy, on the first connection,
+ * before any worker drives it.
+ */
+static int
+nbd_ep_scan_extents (struct endpoint *ep, uint64_t len, uint64_t offset,
+                     struct extent_list *list)
+{
+  nbd_extent_callback cb = { .callback = got_extents, .user_data = list };
+
+  if (nbd_block_status (ep->conns[0]->h, len, offset, cb, 0) == -1) {
+    error_set ("%s: block status at offset %" PRIu64 " length %" PRIu64
+               " failed: %s",
+               ep->spec, offset, len, nbd_get_error ());
+    return -1;
+  }
+  return 0;
 }
 
 static int
@@ -643,10 +857,11 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
     nbd_ep_abort (c); /* they complete as soon as the socket is shut */
     return 1;
   }
-  h = handle_create (ep, ne->verbose);
+  h = handle_create (ep, ne->opts, ne->bitmap, false);
   if (!h)
     return -1;
-  if (handshake_all (&h, 1, ep->spec, ne->verbose, ne->timeout_ms) == 0)
+  if (handshake_all (&h, 1, ep->spec, ne->opts->verbose, ne->opts->timeout_ms)
+      == 0)
     return -1;
   if (nbd_get_size (h) != ep->size) {
     error_set ("%s: the server now has %" PRIi64 " bytes, not %" PRIi64
@@ -655,7 +870,7 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
     nbd_close (h);
     return -1;
   }
-  enlarge_send_buffer (nbd_aio_get_fd (h), ne->request_size);
+  enlarge_send_buffer (nbd_aio_get_fd (h), ne->opts->request_size);
   pthread_mutex_lock (&c->fd_lock);
   old = c->h;
   c->h = h;
@@ -687,6 +902,7 @@ const struct endpoint_ops nbd_endpoint_ops = {
   .write = nbd_ep_write,
   .zero = nbd_ep_zero,
   .extents = nbd_ep_extents,
+  .scan_extents = nbd_ep_scan_extents,
   .flush = nbd_ep_flush,
   .abort = nbd_ep_abort,
   .broken = nbd_ep_broken,

@@ -15,6 +15,7 @@
 
 #include <libnbd.h>
 
+#include "bitmap.h"
 #include "blkhash.h"
 #include "human_size.h"
 #include "minmax.h"
@@ -23,6 +24,7 @@
 enum {
   HELP_OPTION = CHAR_MAX + 1,
   ALLOCATED_OPTION,
+  BITMAP_OPTION,
   BLKHASH_OPTION,
   BLKHASH_FILE_OPTION,
   DESTINATION_IS_ZERO_OPTION,
@@ -49,6 +51,7 @@ static const char short_options[] = "C:pR:S:T:vV";
 static const struct option long_options[] = {
   { "help", no_argument, NULL, HELP_OPTION },
   { "allocated", no_argument, NULL, ALLOCATED_OPTION },
+  { "bitmap", required_argument, NULL, BITMAP_OPTION },
   { "blkhash", optional_argument, NULL, BLKHASH_OPTION },
   { "blkhash-file", required_argument, NULL, BLKHASH_FILE_OPTION },
   { "checkpoint", required_argument, NULL, CHECKPOINT_OPTION },
@@ -121,6 +124,11 @@ print_help (void)
           "zero:\n"
           "                           skip zeroing it\n"
           "      --no-extents         read the whole source, ignoring holes\n"
+          "      --bitmap=NAME        incremental copy onto the previous "
+          "copy:\n"
+          "                           only what the source's qemu dirty "
+          "bitmap\n"
+          "                           NAME marks dirty (qemu-nbd -B NAME)\n"
           "      --flush              flush the destination at the end "
           "(always\n"
           "                           done; accepted for compatibility)\n"
@@ -425,6 +433,12 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     case DESTINATION_IS_ZERO_OPTION:
       opts->destination_is_zero = true;
       break;
+    case BITMAP_OPTION:
+      if (optarg[0] == '\0' || strlen (optarg) > BITMAP_NAME_MAX)
+        return bad ("--bitmap: the bitmap's name must have 1 to %d bytes",
+                    BITMAP_NAME_MAX);
+      opts->bitmap = optarg;
+      break;
     case BLKHASH_OPTION:
       opts->blkhash = true;
       if (optarg && parse_blkhash (optarg, opts) == -1)
@@ -562,6 +576,17 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
       && !opts->dst_command)
     return bad ("--blkhash would print the checksum into the copy on "
                 "standard output: use --blkhash-file");
+
+  /* A delta goes onto the previous copy: clean ranges keep what they
+     have, so the destination cannot be assumed to read as zero, and a
+     checksum of the dirty ranges alone would be no disk's checksum. */
+  if (opts->bitmap && opts->destination_is_zero)
+    return bad ("--bitmap cannot be used with --destination-is-zero: an "
+                "incremental copy goes onto the previous copy");
+  if (opts->bitmap && (opts->blkhash || opts->verify))
+    return bad ("--bitmap cannot be used with --%s: an incremental copy "
+                "reads only the dirty ranges",
+                opts->verify ? "verify" : "blkhash");
 
   if (opts->synchronous) {
     /* nbdcopy's --synchronous means one request at a time; here that is

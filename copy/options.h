@@ -45,6 +45,8 @@ struct options {
   int64_t checkpoint;       /* --checkpoint: bytes between a lane's
                                flushes with --retry or --resume */
   const char *resume;       /* --resume=FILE, else NULL */
+  const char *bitmap;       /* --bitmap=NAME: copy only what qemu dirty
+                               bitmap NAME marks dirty, else NULL */
 };
 
 /* Parses ARGV into OPTS.  Returns 0 to go on and copy, 1 when the

@@ -184,6 +184,7 @@ settings_compute (struct settings *s, const struct options *opts,
     .timeout_ms = opts->timeout_ms,
     .retry = opts->retry,
     .retry_delay_ms = opts->retry_delay_ms,
+    .bitmap = opts->bitmap,
   };
   s->threads = MIN (opts->threads, s->lanes);
 

@@ -28,11 +28,13 @@ struct settings {
   bool allocated;           /* zero with NO_HOLE; data written whole */
   bool destination_is_zero; /* send no zero requests */
   bool verbose;
-  int64_t timeout_ms;     /* --timeout, 0 = none */
   unsigned retry;         /* --retry: 0 = a broken connection fails */
   int64_t retry_delay_ms; /* the first wait; doubled up to 30 s */
   uint64_t checkpoint;    /* bytes between a lane's flushes, 0 = only
                              at the end (no --retry, no --resume) */
+  int64_t timeout_ms;     /* --timeout, 0 = none */
+  const char *bitmap;     /* --bitmap NAME: copy only its dirty ranges */
+  uint64_t dirty_bytes;   /* --bitmap: what will be copied (bitmap.c) */
 };
 
 /* Fill S from OPTS and the opened endpoints.  Returns -1 after

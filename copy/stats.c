@@ -6,6 +6,8 @@
  * (--retry) are counted each time they are copied.  "holes" says how
  * much of the zeroed or skipped part was never read because the source
  * reported it as zero.
+ * With --bitmap, the skipped bytes include the clean ones, and the
+ * dirty bytes are what was copied (written or zeroed).
  */
 #include <config.h>
 
@@ -20,14 +22,15 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
 {
   /* One buffer per figure: the arguments are all formatted before
      fprintf reads any of them. */
-  char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
+  char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32];
   double rate = ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0;
+  uint64_t dirty = s->total_bytes - s->clean_bytes;
 
   fprintf (stderr,
            "nbdcp: %s %s in %.2f s (%s/s)\n"
            "  data written   %s (%" PRIu64 " bytes)\n"
            "  zeroed         %s (%" PRIu64 " bytes)\n"
-           "  skipped        %s (%" PRIu64 " bytes, --destination-is-zero)\n"
+           "  skipped        %s (%" PRIu64 " bytes, %s)\n"
            "  never read     %s (%" PRIu64 " bytes of holes and zeroes)\n"
            "  resumed        %s (%" PRIu64 " bytes, done by an earlier run)\n"
            "  redone         %s (%" PRIu64 " bytes, after %u reconnection%s)\n"
@@ -40,12 +43,32 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            human_size_format (s->data_bytes, c, sizeof c), s->data_bytes,
            human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,
            human_size_format (s->skipped_bytes, e, sizeof e), s->skipped_bytes,
+           ctx->bitmap ? "clean in the bitmap" : "--destination-is-zero",
            human_size_format (s->hole_bytes, f, sizeof f), s->hole_bytes,
            human_size_format (s->resumed_bytes, g, sizeof g), s->resumed_bytes,
            human_size_format (s->redone_bytes, h, sizeof h), s->redone_bytes,
            s->retries, s->retries == 1 ? "" : "s", s->requests,
            ctx->src_connections, ctx->dst_connections, s->lanes,
            s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");
+  if (ctx->bitmap)
+    fprintf (stderr, "  dirty          %s (%" PRIu64 " bytes, bitmap %s)\n",
+             human_size_format (dirty, k, sizeof k), dirty, ctx->bitmap);
+}
+
+/* STR as a JSON string. */
+static void
+print_json_string (const char *str)
+{
+  fputc ('"', stderr);
+  for (const unsigned char *p = (const unsigned char *) str; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf (stderr, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf (stderr, "\\u%04x", *p);
+    else
+      fputc (*p, stderr);
+  }
+  fputc ('"', stderr);
 }
 
 static void
@@ -59,12 +82,20 @@ print_json (const struct copy_stats *s, const struct stats_context *ctx)
            ", \"requests\": %" PRIu64
            ", \"source_connections\": %u, \"destination_connections\": %u"
            ", \"lanes\": %u, \"threads\": %u, \"elapsed_seconds\": %.6f"
-           ", \"bytes_per_second\": %.0f}\n",
+           ", \"bytes_per_second\": %.0f",
            ctx->ok ? "true" : "false", s->total_bytes, s->data_bytes,
            s->zero_bytes, s->skipped_bytes, s->hole_bytes, s->resumed_bytes,
            s->redone_bytes, s->retries, s->requests, ctx->src_connections,
            ctx->dst_connections, s->lanes, s->workers, ctx->elapsed,
            ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0.0);
+  if (ctx->bitmap) {
+    fprintf (stderr, ", \"bitmap\": ");
+    print_json_string (ctx->bitmap);
+    fprintf (stderr,
+             ", \"dirty_bytes\": %" PRIu64 ", \"clean_bytes\": %" PRIu64,
+             s->total_bytes - s->clean_bytes, s->clean_bytes);
+  }
+  fprintf (stderr, "}\n");
 }
 
 void
@@ -77,6 +108,7 @@ stats_add (struct copy_stats *sum, const struct copy_stats *s)
   sum->resumed_bytes += s->resumed_bytes;
   sum->redone_bytes += s->redone_bytes;
   sum->retries += s->retries;
+  sum->clean_bytes += s->clean_bytes;
   sum->requests += s->requests;
 }
 

@@ -17,19 +17,22 @@ struct copy_stats {
   uint64_t redone_bytes;  /* copied, then copied again after a reconnect
                              (--retry): counted twice above */
   unsigned retries;       /* reconnections made (--retry) */
+  uint64_t clean_bytes;   /* --bitmap: of the skipped, those clean in the
+                             bitmap (neither read nor written) */
   uint64_t requests;      /* requests issued, both sides */
   int error;              /* errno of the first failure, or 0 */
   unsigned lanes;         /* connection pairs used */
   unsigned workers;
 };
 
-/* Add S's counts (data, zero, skipped, holes, requests) to SUM. */
+/* Add S's counts (data, zero, skipped, holes, clean, requests) to SUM. */
 void stats_add (struct copy_stats *sum, const struct copy_stats *s);
 
 struct stats_context {
   unsigned src_connections, dst_connections;
-  double elapsed; /* seconds */
-  bool ok;        /* the copy succeeded */
+  double elapsed;     /* seconds */
+  bool ok;            /* the copy succeeded */
+  const char *bitmap; /* --bitmap NAME, else NULL */
 };
 
 void stats_print (const struct copy_stats *s, const struct stats_context *ctx,

@@ -198,9 +198,11 @@ mutation hole-as-zero copy/nbd.c \
 '                     entries[i + 1] & LIBNBD_STATE_HOLE);'
 
 mutation extents-offset-stuck copy/nbd.c \
-'    offset += entries[i];
+'                     entries[i + 1] & LIBNBD_STATE_ZERO);
+    offset += entries[i];
 ' \
-''
+'                     entries[i + 1] & LIBNBD_STATE_ZERO);
+'
 
 mutation file-old-data-as-zero copy/file.c \
 '  if (fstat (f->fd, &st) == 0 && st.st_size == 0)' \
@@ -238,6 +240,19 @@ mutation retry-redo-in-progress-only copy/lane.c \
 mutation resume-ignores-journal copy/lane.c \
 '    if (!job->journal || !journal_is_done (job->journal, index))' \
 '    if (true)'
+
+# --bitmap: copying clean ranges too (every byte accounted, the copy
+# equal: only the destination's log of where it was written can tell),
+# and skipping dirty ranges that became holes.
+mutation bitmap-copies-clean copy/nbd.c \
+'                       !(entries[i + 1] & BITMAP_STATE_DIRTY));' \
+'                       false);'
+
+mutation bitmap-skips-dirty-holes copy/lane.c \
+'    if (e->clean) {
+      lane_skip_clean (l, e);' \
+'    if (e->clean || e->zero) {
+      lane_skip_clean (l, e);'
 
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);

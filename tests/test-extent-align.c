@@ -1,6 +1,9 @@
 /* Unit test for extent_list_align: after fitting a server's extents to
  * a minimum block size, every boundary is on a block, no data is ever
- * called zero, and a block that was all zero stays zero.
+ * called zero, and a block that was all zero stays zero.  And for
+ * extent_list_restrict (--bitmap): no dirty byte is ever called clean,
+ * a block that was all clean stays clean, and within the dirty ranges
+ * the allocation map is kept as extent_list_align fits it.
  */
 #include <config.h>
 
@@ -115,9 +118,101 @@ one_case (unsigned seed)
   }
 }
 
+/* Random answers of a server for [base, end): runs of random length,
+   sometimes stopping short, into LIST. */
+static void
+random_answer (struct extent_list *list, uint64_t base, uint64_t end)
+{
+  uint64_t pos = base;
+
+  while (pos < end && !(rand () % 30 == 0 && pos > base)) {
+    uint64_t len = UNIT * (1 + rand () % (rand () % 4 ? 8 : 200));
+    extent_list_add (list, pos, len, rand () % 2);
+    pos += len;
+  }
+}
+
+static void
+restrict_case (unsigned seed)
+{
+  struct extent out_store[CAP], alloc_store[CAP], dirty_store[CAP];
+  struct extent_list out = { .v = out_store, .cap = CAP };
+  struct extent_list alloc = { .v = alloc_store, .cap = CAP };
+  struct extent_list dirty = { .v = dirty_store, .cap = CAP };
+  uint64_t block = (uint64_t) UNIT << (rand () % 6);
+  uint64_t base = block * (rand () % 8);
+  uint64_t end = base + block * (1 + rand () % (MAX_UNITS * UNIT / block));
+  bool holes = rand () % 4 != 0;
+  static signed char clean_before[MAX_UNITS], alloc_after[MAX_UNITS];
+
+  extent_list_reset (&out, base, end);
+  extent_list_reset (&alloc, base, end);
+  extent_list_reset (&dirty, base, end);
+  if (rand () % 10)
+    random_answer (&alloc, base, end);
+  if (rand () % 10)
+    random_answer (&dirty, base, end);
+  /* In the dirty list zero means clean: before[] is 1 where dirty. */
+  fill (before, &dirty, base);
+  memcpy (clean_before, before, MAX_UNITS);
+
+  extent_list_restrict (&out, &alloc, &dirty, holes, block);
+  /* ALLOC was fitted in place: what the dirty ranges must keep. */
+  fill (alloc_after, &alloc, base);
+
+  CHECK (out.len > 0, "restrict seed %u: empty", seed);
+  uint64_t expect = base;
+  for (size_t i = 0; i < out.len; i++) {
+    const struct extent *e = &out.v[i];
+    uint64_t e_end = e->offset + e->length;
+
+    CHECK (e->offset == expect, "restrict seed %u: gap at %zu", seed, i);
+    CHECK (e->length > 0, "restrict seed %u: empty extent", seed);
+    CHECK (e->offset % block == 0 && (e_end % block == 0 || e_end == end),
+           "restrict seed %u: extent %zu unaligned", seed, i);
+    CHECK (!(e->clean && e->zero), "restrict seed %u: clean and zero", seed);
+    if (i > 0)
+      CHECK (e->clean != out.v[i - 1].clean
+                 || (!e->clean && e->zero != out.v[i - 1].zero),
+             "restrict seed %u: not merged at %zu", seed, i);
+    for (uint64_t o = e->offset; o < e_end; o += UNIT) {
+      size_t u = (o - base) / UNIT;
+      /* A unit the bitmap called dirty, or did not answer for, is
+         never skipped. */
+      if (e->clean)
+        CHECK (clean_before[u] == 0, "restrict seed %u: dirty %zu clean", seed,
+               u);
+      else if (!holes)
+        CHECK (!e->zero, "restrict seed %u: hole without extents", seed);
+      else
+        CHECK (e->zero == (alloc_after[u] == 0),
+               "restrict seed %u: unit %zu not as allocated", seed, u);
+    }
+    expect = e_end;
+  }
+  CHECK (expect <= end, "restrict seed %u: beyond the range", seed);
+  /* Whole blocks all clean in what was answered stay clean. */
+  for (uint64_t b = base; b + block <= expect; b += block) {
+    size_t u0 = (b - base) / UNIT, k = block / UNIT;
+    int all_clean = 1;
+    for (size_t j = 0; j < k; j++)
+      all_clean &= clean_before[u0 + j] == 0;
+    for (size_t i = 0; i < out.len && all_clean; i++)
+      if (out.v[i].offset <= b && b < out.v[i].offset + out.v[i].length)
+        CHECK (out.v[i].clean, "restrict seed %u: clean block %llu copied",
+               seed, (unsigned long long) b);
+  }
+}
+
 int
 main (void)
 {
+  for (unsigned seed = 1; seed <= 20000; seed++) {
+    srand (seed);
+    restrict_case (seed);
+    if (failures > 20)
+      break;
+  }
   for (unsigned seed = 1; seed <= 20000; seed++) {
     srand (seed);
     one_case (seed);
@@ -128,6 +223,7 @@ main (void)
     fprintf (stderr, "%d failures\n", failures);
     return 1;
   }
-  printf ("extent_list_align: 20000 random lists fitted correctly\n");
+  printf ("extent_list_align, extent_list_restrict: 20000 random lists "
+          "each fitted correctly\n");
   return 0;
 }

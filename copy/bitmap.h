@@ -1,0 +1,40 @@
+/* --bitmap=NAME: incremental copies of the ranges a qemu dirty bitmap
+ * marks dirty (see bitmap.c).
+ */
+#ifndef NBDCP_BITMAP_H
+#define NBDCP_BITMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "endpoint.h"
+#include "options.h"
+#include "settings.h"
+
+/* qemu exports bitmap NAME as the meta context qemu:dirty-bitmap:NAME,
+   whose extents have flag bit 0 set where dirty. */
+#define BITMAP_CONTEXT_PREFIX "qemu:dirty-bitmap:"
+#define BITMAP_STATE_DIRTY 1
+/* Room for the context name: options.c bounds NAME's length. */
+#define BITMAP_NAME_MAX 1024
+#define BITMAP_CONTEXT_MAX (sizeof BITMAP_CONTEXT_PREFIX + BITMAP_NAME_MAX)
+
+/* The meta context of bitmap NAME, into BUF. */
+void bitmap_context (const char *name, char *buf, size_t size);
+
+/* Refuse, before anything is opened, --bitmap copies that cannot be
+ * incremental: streams, and a destination file that does not exist or
+ * is empty (it holds no previous copy to bring up to date).
+ */
+int bitmap_check_endpoints (const struct options *opts);
+
+/* Refuse a source that cannot report a dirty bitmap (not NBD). */
+int bitmap_check_source (const struct endpoint *src);
+
+/* Look at the whole bitmap before the copy, without keeping it: sets
+ * S->dirty_bytes, what the lanes will copy (for -p), and says with -v
+ * how much is dirty and the granularity the extents show.
+ */
+int bitmap_scan (struct endpoint *src, struct settings *s);
+
+#endif
