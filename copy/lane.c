@@ -347,6 +347,9 @@ lane_segment_finished (struct lane *l)
   uint64_t start = l->segment * SEGMENT_SIZE;
 
   l->unflushed[l->nunflushed++] = l->segment;
+  /* Progress: a connection that breaks again now gets --retry attempts
+     afresh (one that breaks before finishing anything does not). */
+  l->attempts = 0;
   l->unflushed_bytes
       += MIN (SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size) - start);
   l->segment = NO_SEGMENT;
@@ -522,8 +525,6 @@ lane_op_done (struct lane *l, struct op *op)
   if (op->err)
     lane_fail (l, op->kind, op->offset, op->length, strerror (op->err),
                op->err);
-  else
-    l->attempts = 0; /* the connection works (again) */
 
   switch (op->kind) {
   case OP_EXTENTS:

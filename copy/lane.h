@@ -95,7 +95,7 @@ struct lane {
   unsigned nredo;
   bool broken;          /* a connection broke: recover once drained */
   char broken_why[512]; /* the first failure that showed it */
-  unsigned attempts;    /* reconnections since the last success */
+  unsigned attempts;    /* reconnections since a segment was finished */
   int64_t retry_at_ms;
 };
 
