@@ -134,6 +134,30 @@ limit_connections (struct options *opts)
   opts->threads = MIN (opts->threads, opts->connections);
 }
 
+/* Destination connections worth opening: no more than the source got,
+ * nor than there are segments to hand out (each lane takes whole
+ * segments, so a 1 MiB disk keeps one lane busy and three idle, whose
+ * handshakes only delay the start).
+ */
+static unsigned
+useful_connections (const struct options *opts, const struct endpoint *src)
+{
+  unsigned n = MIN (opts->connections, src->nconns);
+
+  if (src->size >= 0) {
+    uint64_t segments = ((uint64_t) src->size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
+    if (segments < n) {
+      n = MAX (segments, (uint64_t) 1);
+      note (opts->verbose,
+            "%u destination connection%s: the copy has %" PRIu64
+            " segment%s of %" PRIu64 " bytes",
+            n, n == 1 ? "" : "s", segments, segments == 1 ? "" : "s",
+            SEGMENT_SIZE);
+    }
+  }
+  return n;
+}
+
 /* Refuse copies that cannot work, before anything is written. */
 static int
 check_endpoints (const struct endpoint *src, const struct endpoint *dst)
@@ -346,7 +370,8 @@ main (int argc, char **argv)
   if (interrupt_signal || (opts.bitmap && bitmap_check_source (src) == -1))
     goto fail;
   dst = endpoint_open (opts.dst, opts.dst_command, true,
-                       opts.dst_command ? 1 : opts.connections, &opts);
+                       opts.dst_command ? 1 : useful_connections (&opts, src),
+                       &opts);
   if (!dst || interrupt_signal)
     goto fail;
   if (same_file (src, dst))

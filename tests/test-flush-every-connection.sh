@@ -93,11 +93,16 @@ grep -q 'destination.*multi-conn not advertised' "$tmp/nomc.nbdcp" ||
 check_flushes "$tmp/nomc.log" 4 ||
   fail "-C 4 without multi-conn: not one flush per connection"
 
-# A disk smaller than one segment: three of the four connections write
-# nothing, and all four are flushed all the same.
+# A disk smaller than one segment: one lane could use only one of four
+# connections, so only one is opened, and flushed.
 copy small 4M disable -C 4
-check_flushes "$tmp/small.log" 4 ||
-  fail "-C 4, small disk: not one flush per connection"
+check_flushes "$tmp/small.log" 1 ||
+  fail "-C 4, small disk: not one connection, flushed once"
+# Two segments: two connections, each flushed, one of them after
+# writing nothing if one lane took both segments.
+copy two 129M disable -C 4
+check_flushes "$tmp/two.log" 2 ||
+  fail "-C 4, two segments: not one flush per connection"
 
 # One connection: exactly one flush.
 copy c1 1G - -C 1

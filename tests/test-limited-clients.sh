@@ -27,10 +27,14 @@ check_same "$src" "$(uri_of "$tmp/dst.sock")" "limit=1 -> limit=2"
 requires "$QEMU_NBD"
 "$QEMU_IMG" create -q -f raw "$tmp/disk.raw" 600M
 start_qemu_nbd q -f raw "$tmp/disk.raw"
-run_nbdcp -v -C 4 "$src" "$(uri_of "$tmp/q.sock")" 2>"$tmp/v2"
+# (From a source that takes four clients: nbdcp opens no more
+# destination connections than the source gave it.)
+start_nbdkit src4 -r sparse-random size=600M seed=17
+run_nbdcp -v -C 4 "$(uri_of "$tmp/src4.sock")" "$(uri_of "$tmp/q.sock")" \
+  2>"$tmp/v2"
 grep -q 'dropped' "$tmp/v2" || fail "-v did not report dropped connections"
-wait "${_pids[-1]}" || :
-check_same "$src" "$tmp/disk.raw" "limit=1 -> qemu-nbd"
+wait "${_pids[-2]}" || :
+check_same "$src" "$tmp/disk.raw" "sparse-random -> qemu-nbd"
 
 # And as a source, into a fresh memory disk.
 start_qemu_nbd q2 -f raw -r "$tmp/disk.raw"
