@@ -311,6 +311,20 @@ hash_cmds ()
   done
 }
 
+# hash_row NAME LABEL TITLE SIZE DATA% NOTE PLUGIN OPTS...: nbdcp onto
+# the same server, plain and with each of OPTS.
+hash_row ()
+{
+  local name=$1 label=$2 title=$3 size=$4 pct=$5 note=$6 plugin=$7 x
+  local cmds=()
+  shift 7
+  write_meta "$name" "label=$label" "title=$title" \
+    "size=$(parse_size "$size")" "data_percent=$pct" "note=$note"
+  while IFS= read -r -d '' x; do cmds+=("$x"); done \
+    < <(hash_cmds "$plugin" '"$uri"' - "$@")
+  run_hyperfine "$name" "" "${cmds[@]}"
+}
+
 # Hashing throughput: nbdcp --blkhash to null: against the same read
 # without hashing, and against sha256sum of the same bytes (streamed by
 # nbdcp to a pipe); openssl's single-core sha256 speed for reference.
@@ -331,23 +345,14 @@ wh ()
   run_hyperfine wh1 "" "${cmds[@]}"
 
   # The cost of --blkhash and --verify on copies (workloads 2 and 1).
-  b=$(parse_size "$W2_SIZE")
-  write_meta wh2 "label=h2. as 2, with --blkhash" \
-    "title=h2. --blkhash on workload 2: sparse-random $W2_SIZE percent=100 onto itself" \
-    "size=$b" "data_percent=100" "note=target: --blkhash at most 1.5x the copy"
-  cmds=()
-  while IFS= read -r -d '' x; do cmds+=("$x"); done \
-    < <(hash_cmds "$(sr "$W2_SIZE" percent=100)" '"$uri"' - --blkhash)
-  run_hyperfine wh2 "" "${cmds[@]}"
-
-  b=$(parse_size "$W1_SIZE")
-  write_meta wh3 "label=h3. as 1, with --blkhash, --verify" \
-    "title=h3. --blkhash and --verify on workload 1: sparse-random $W1_SIZE (10% data) onto itself" \
-    "size=$b" "data_percent=10" "note=targets: --blkhash at most 1.5x, --verify at most 2x the copy"
-  cmds=()
-  while IFS= read -r -d '' x; do cmds+=("$x"); done \
-    < <(hash_cmds "$(sr "$W1_SIZE")" '"$uri"' - --blkhash --verify)
-  run_hyperfine wh3 "" "${cmds[@]}"
+  hash_row wh2 "h2. as 2, with --blkhash" \
+    "h2. --blkhash on workload 2: sparse-random $W2_SIZE percent=100 onto itself" \
+    "$W2_SIZE" 100 "target: --blkhash at most 1.5x the copy" \
+    "$(sr "$W2_SIZE" percent=100)" --blkhash
+  hash_row wh3 "h3. as 1, with --blkhash, --verify" \
+    "h3. --blkhash and --verify on workload 1: sparse-random $W1_SIZE (10% data) onto itself" \
+    "$W1_SIZE" 10 "targets: --blkhash at most 1.5x, --verify at most 2x the copy" \
+    "$(sr "$W1_SIZE")" --blkhash --verify
 }
 
 # Workload 8, --bitmap: an incremental copy of a qcow2 image whose dirty

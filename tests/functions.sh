@@ -146,12 +146,9 @@ function hex(s,  i, n) {
 }
 '
 
-# check_covered LOG SIZE: the Write, Zero and Trim requests that nbdkit's
-# log filter wrote to LOG cover 0..SIZE exactly once: no gap, no
-# overlap, nothing past SIZE.  A destination that checks the data of
-# every write (the checkwrite filter, or sparse-random) only sees the
-# requests that were sent; this proves that none was left out.
-check_covered ()
+# logged_writes LOG: the Write, Zero and Trim requests that nbdkit's log
+# filter wrote to LOG, one "OFFSET COUNT" line each (decimal).
+logged_writes ()
 {
   awk "$AWK_HEX"'
     $4 == "Write" || $4 == "Zero" || $4 == "Trim" {
@@ -162,7 +159,17 @@ check_covered ()
       }
       if (off < 0 || cnt < 0) { print "cannot parse: " $0; exit 2 }
       printf "%.0f %.0f\n", off, cnt
-    }' "$1" | sort -k1,1n | awk -v size="$2" '
+    }' "$1"
+}
+
+# check_covered LOG SIZE: the Write, Zero and Trim requests that nbdkit's
+# log filter wrote to LOG cover 0..SIZE exactly once: no gap, no
+# overlap, nothing past SIZE.  A destination that checks the data of
+# every write (the checkwrite filter, or sparse-random) only sees the
+# requests that were sent; this proves that none was left out.
+check_covered ()
+{
+  logged_writes "$1" | sort -k1,1n | awk -v size="$2" '
     $1 < end { printf "%.0f..%.0f written twice\n", $1, end; bad = 1 }
     $1 > end { printf "%.0f..%.0f never written\n", end, $1; bad = 1 }
     { if ($1 + $2 > end) end = $1 + $2 }

@@ -72,15 +72,7 @@ expected_runs ()
 # merged runs (fails on an overlap).
 touched ()
 {
-  awk "$AWK_HEX"'
-    $4 == "Write" || $4 == "Zero" || $4 == "Trim" {
-      off = -1; cnt = -1
-      for (i = 5; i <= NF; i++) {
-        if ($i ~ /^offset=/) off = hex(substr($i, 8))
-        if ($i ~ /^count=/) cnt = hex(substr($i, 7))
-      }
-      printf "%.0f %.0f\n", off, cnt
-    }' "$1" | merge_runs
+  logged_writes "$1" | merge_runs
 }
 
 # incremental NAME QCOW2 BASE BITMAP NBDCP-ARGS...: serve a copy of the
