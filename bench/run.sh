@@ -199,6 +199,21 @@ w3 ()
     '"$uri"' '"$uri"' "$b"
 }
 
+# Workload 9: workload 2 over TCP loopback (nbdkit -i 127.0.0.1 -p PORT;
+# libnbd sets TCP_NODELAY), where request sizes behave differently.
+w9 ()
+{
+  local b t cmds=() port=$((20000 + RANDOM % 20000))
+  b=$(parse_size "$W2_SIZE")
+  write_meta w9 "label=9. as 2 over TCP, $W2_SIZE" \
+    "title=9. TCP loopback: sparse-random $W2_SIZE percent=100 onto itself, nbd://127.0.0.1:PORT" \
+    "size=$b" "data_percent=100"
+  for t in "${avail_tools[@]}"; do
+    cmds+=("$t" "$NBDKIT -i 127.0.0.1 -p $port $(sr "$W2_SIZE" percent=100) --run '$(tool_cmd "$t" '"$uri"' '"$uri"' "$b")'")
+  done
+  run_hyperfine w9 "" "${cmds[@]}"
+}
+
 w4_dir () { mkdir -p "$bench_scratch/w4"; echo "$bench_scratch/w4"; }
 
 # The source file of 4b: the same bytes as sparse-random seed SEED,
@@ -515,6 +530,7 @@ bench_log "results in $OUT; scratch in $bench_scratch; tools: ${avail_tools[*]}"
 for w in $WORKLOADS; do
   case "$w" in
     1) w1 ;; 2) w2 ;; 3) w3 ;; 4) w4 ;; 5) w5 ;; 6) w6 ;; 7) w7 ;; 8) w8 ;;
+    9) w9 ;;
     hash) wh ;;
     cpu) cpu ;;
     sweeps) sweeps ;;
