@@ -32,8 +32,6 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            "  zeroed         %s (%" PRIu64 " bytes)\n"
            "  skipped        %s (%" PRIu64 " bytes, %s)\n"
            "  never read     %s (%" PRIu64 " bytes of holes and zeroes)\n"
-           "  resumed        %s (%" PRIu64 " bytes, done by an earlier run)\n"
-           "  redone         %s (%" PRIu64 " bytes, after %u reconnection%s)\n"
            "  requests       %" PRIu64 "\n"
            "  connections    source %u, destination %u; %u lane%s on %u "
            "thread%s\n",
@@ -45,11 +43,20 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            human_size_format (s->skipped_bytes, e, sizeof e), s->skipped_bytes,
            ctx->bitmap ? "clean in the bitmap" : "--destination-is-zero",
            human_size_format (s->hole_bytes, f, sizeof f), s->hole_bytes,
-           human_size_format (s->resumed_bytes, g, sizeof g), s->resumed_bytes,
-           human_size_format (s->redone_bytes, h, sizeof h), s->redone_bytes,
-           s->retries, s->retries == 1 ? "" : "s", s->requests,
-           ctx->src_connections, ctx->dst_connections, s->lanes,
+           s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
            s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");
+  /* Lines for --resume and --retry only when they did something. */
+  if (s->resumed_bytes)
+    fprintf (
+        stderr,
+        "  resumed        %s (%" PRIu64 " bytes, done by an earlier run)\n",
+        human_size_format (s->resumed_bytes, g, sizeof g), s->resumed_bytes);
+  if (s->retries || s->redone_bytes)
+    fprintf (stderr,
+             "  redone         %s (%" PRIu64 " bytes, after %u "
+             "reconnection%s)\n",
+             human_size_format (s->redone_bytes, h, sizeof h), s->redone_bytes,
+             s->retries, s->retries == 1 ? "" : "s");
   if (ctx->bitmap)
     fprintf (stderr, "  dirty          %s (%" PRIu64 " bytes, bitmap %s)\n",
              human_size_format (dirty, k, sizeof k), dirty, ctx->bitmap);
