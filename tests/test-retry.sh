@@ -14,6 +14,9 @@ requires_nbdkit_filter delay
 "$NBDCP" --retry=1 --help >/dev/null
 
 size=512M
+# The sources are rate-limited to 50 MB/s, so that each copy (155 MB of
+# data; the rate filter lets about a second's worth through at once)
+# takes two seconds or more and the kills below land in the middle.
 # The oracle: the same sparse-random disk, served without a rate limit.
 start_nbdkit plain sparse-random $size seed=7 percent=30
 plain=$(uri_of "$tmp/plain.sock")
@@ -53,7 +56,7 @@ finished_ok ()
 
 # 1. The destination is killed mid-copy and restarted half a second
 # later (a file, so what it had flushed persists).
-serve src --filter=rate sparse-random $size seed=7 percent=30 rate=800M
+serve src --filter=rate sparse-random $size seed=7 percent=30 rate=400M
 src=$(uri_of "$tmp/src.sock")
 truncate -s $size "$tmp/d1.img"
 serve d1 file "$tmp/d1.img"
@@ -70,7 +73,7 @@ check_same "$plain" "$tmp/d1.img" "destination restarted"
 
 # 2. The source drops all its connections three times.
 "$QEMU_IMG" convert -f raw -O raw "$plain" "$tmp/src.img"
-serve s2 --filter=rate file "$tmp/src.img" rate=800M
+serve s2 --filter=rate file "$tmp/src.img" rate=400M
 truncate -s $size "$tmp/d2.img"
 copy_in_background --retry=10 --retry-delay=0.1 "$(uri_of "$tmp/s2.sock")" \
   "$tmp/d2.img"
@@ -78,7 +81,7 @@ for i in 1 2 3; do
   sleep 0.5
   kill -0 $copy 2>/dev/null || break
   kill -9 $pid_s2
-  serve s2 --filter=rate file "$tmp/src.img" rate=800M
+  serve s2 --filter=rate file "$tmp/src.img" rate=400M
 done
 finished_ok "source restarted"
 check_same "$plain" "$tmp/d2.img" "source restarted"
