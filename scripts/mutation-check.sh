@@ -360,7 +360,9 @@ first="tests/test-holes-not-read.sh tests/test-old-data-overwritten.sh
   tests/test-progress-failed-copy.sh tests/test-flush-every-connection.sh
   tests/test-file-endpoints.sh tests/test-checkwrite.sh tests/test-allocated.sh
   tests/test-destination-is-zero.sh tests/test-block-size-constraints.sh
-  tests/test-sparse-random-copy.sh tests/test-progress-fd.sh"
+  tests/test-sparse-random-copy.sh tests/test-progress-fd.sh
+  tests/test-verify.sh tests/test-bitmap.sh tests/test-resume.sh
+  tests/test-retry.sh"
 last="tests/test-valgrind-clean.sh tests/test-no-allocation-per-request.sh"
 all_tests=$(sed -n '/^SHELL_TESTS = /,/^TESTS = /p' "$top/Makefile.am" |
   grep -o 'tests/test-[A-Za-z0-9_-]*\.sh')
