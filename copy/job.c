@@ -11,19 +11,28 @@
 #include "minmax.h"
 
 void
+job_describe_failure (char *buf, size_t size, const char *side,
+                      const char *what, uint64_t offset, uint64_t length,
+                      const char *why)
+{
+  if (length == 0) /* flush, or the worker itself */
+    snprintf (buf, size, "%s %s failed: %s", side, what, why);
+  else
+    snprintf (buf, size,
+              "%s %s at offset %" PRIu64 " length %" PRIu64 " failed: %s", side,
+              what, offset, length, why);
+}
+
+void
 job_fail_code (struct job *job, const char *side, const char *what,
                uint64_t offset, uint64_t length, const char *why, int code)
 {
   pthread_mutex_lock (&job->lock);
-  if (!job->failed)
+  if (!job->failed) {
     job->error_code = code;
-  if (!job->failed && length == 0) /* flush, or the worker itself */
-    snprintf (job->error, sizeof job->error, "%s %s failed: %s", side, what,
-              why);
-  else if (!job->failed)
-    snprintf (job->error, sizeof job->error,
-              "%s %s at offset %" PRIu64 " length %" PRIu64 " failed: %s", side,
-              what, offset, length, why);
+    job_describe_failure (job->error, sizeof job->error, side, what, offset,
+                          length, why);
+  }
   job->failed = true;
   pthread_mutex_unlock (&job->lock);
   atomic_store (&job->stop, true);

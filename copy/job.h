@@ -63,6 +63,10 @@ struct job {
 void job_fail_code (struct job *job, const char *side, const char *what,
                     uint64_t offset, uint64_t length, const char *why,
                     int code);
+/* The message of such a failure, into BUF. */
+void job_describe_failure (char *buf, size_t size, const char *side,
+                           const char *what, uint64_t offset, uint64_t length,
+                           const char *why);
 void job_fail (struct job *job, const char *side, const char *what,
                uint64_t offset, uint64_t length, const char *why);
 /* A failure that is not one request's: the whole message is TEXT. */

@@ -114,6 +114,34 @@ lane_take_segment (struct lane *l)
   return true;
 }
 
+/* Whether a broken connection to EP can be made again (--retry, an NBD
+ * server that is not a [ CMD ] subprocess).
+ */
+static bool
+lane_can_reconnect (const struct lane *l, const struct endpoint *ep)
+{
+  return l->set->retry && ep->ops->reconnect && ep->ops->broken
+         && ep->ops->abort && !ep->command;
+}
+
+/* A connection of L to EP broke: a request of KIND failed with WHY.
+ * The lane stops issuing and recovers once nothing is in flight; the
+ * first failure is what its retry messages quote.
+ */
+static void
+lane_mark_broken (struct lane *l, const struct endpoint *ep, enum op_kind kind,
+                  uint64_t offset, uint64_t length, const char *why)
+{
+  char side[64];
+
+  if (!l->broken) {
+    snprintf (side, sizeof side, "%s connection %u:", ep->side, l->index + 1);
+    job_describe_failure (l->broken_why, sizeof l->broken_why, side,
+                          op_what (kind), offset, length, why);
+  }
+  l->broken = true;
+}
+
 /* Whether a failed request of KIND means that its connection broke and
  * the lane can reconnect (--retry, an NBD server that is not a [ CMD ]
  * subprocess).  If so the lane stops issuing, and once nothing is in
@@ -123,26 +151,13 @@ static bool
 lane_connection_broke (struct lane *l, enum op_kind kind, uint64_t offset,
                        uint64_t length, const char *why)
 {
-  struct job *job = l->job;
   bool on_src = op_on_source (kind);
-  struct endpoint *ep = on_src ? job->src : job->dst;
-  struct conn *c = on_src ? l->src : l->dst;
+  struct endpoint *ep = on_src ? l->job->src : l->job->dst;
 
-  if (!l->set->retry || !ep->ops->reconnect || !ep->ops->broken || ep->command
-      || !ep->ops->broken (c))
+  if (!lane_can_reconnect (l, ep)
+      || !ep->ops->broken (on_src ? l->src : l->dst))
     return false;
-  if (!l->broken) {
-    if (length)
-      snprintf (l->broken_why, sizeof l->broken_why,
-                "%s connection %u: %s at offset %" PRIu64 " length %" PRIu64
-                " failed: %s",
-                ep->side, l->index + 1, op_what (kind), offset, length, why);
-    else
-      snprintf (l->broken_why, sizeof l->broken_why,
-                "%s connection %u: %s failed: %s", ep->side, l->index + 1,
-                op_what (kind), why);
-  }
-  l->broken = true;
+  lane_mark_broken (l, ep, kind, offset, length, why);
   return true;
 }
 
@@ -679,19 +694,12 @@ lane_retry (struct lane *l)
 bool
 lane_timed_out (struct lane *l, const struct op *op, const char *why)
 {
-  struct job *job = l->job;
   bool on_src = op_on_source (op->kind);
-  struct endpoint *ep = on_src ? job->src : job->dst;
+  struct endpoint *ep = on_src ? l->job->src : l->job->dst;
 
-  if (!l->set->retry || !ep->ops->reconnect || !ep->ops->abort || ep->command)
+  if (!lane_can_reconnect (l, ep))
     return false;
-  if (!l->broken)
-    snprintf (l->broken_why, sizeof l->broken_why,
-              "%s connection %u: %s at offset %" PRIu64 " length %" PRIu64
-              " failed: %s",
-              ep->side, l->index + 1, op_what (op->kind), op->offset,
-              op->length, why);
-  l->broken = true;
+  lane_mark_broken (l, ep, op->kind, op->offset, op->length, why);
   /* Its requests fail now, and the lane reconnects once they have. */
   ep->ops->abort (on_src ? l->src : l->dst);
   return true;
