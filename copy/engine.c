@@ -522,6 +522,13 @@ engine_teardown (struct engine *e)
   blkhash_free (e->job.hash);
   pthread_cond_destroy (&e->job.workers_changed);
   pthread_mutex_destroy (&e->job.lock);
+  if (e->job.window.adaptive)
+    note (e->job.set->verbose,
+          "in-flight window: %u of %u buffers per connection at the end, "
+          "%u changes",
+          atomic_load (&e->job.window.limit), e->job.window.max,
+          e->job.window.changes);
+  window_destroy (&e->job.window);
 }
 
 int
@@ -551,6 +558,8 @@ engine_run (const struct settings *set, struct endpoint *src,
   memset (stats, 0, sizeof *stats);
   pthread_mutex_init (&e.job.lock, NULL);
   pthread_cond_init (&e.job.workers_changed, NULL);
+  window_init (&e.job.window, set->lanes, lane_buffers (set),
+               set->adaptive_window);
   if (engine_setup (&e, set) == 0) {
     engine_start (&e);
     job_wait (&e.job, progress, progress_arg);

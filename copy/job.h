@@ -17,6 +17,7 @@
 #include "endpoint.h"
 #include "journal.h"
 #include "op.h"
+#include "window.h"
 #include "settings.h"
 
 /* The disk is handed out to lanes in segments of this size. */
@@ -40,6 +41,7 @@ struct job {
      ended: every segment must be accounted for exactly, or the copy is
      not reported complete. */
   uint64_t *segment_done;
+  struct window window; /* buffers in flight per lane */
   atomic_bool stop;
   atomic_bool abort; /* in-flight requests must be cut off */
   const volatile sig_atomic_t *interrupted;
@@ -118,6 +120,14 @@ now_ms (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline int64_t
+now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 #endif

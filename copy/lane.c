@@ -327,6 +327,8 @@ lane_issue_read (struct lane *l, struct extent *e)
   struct buffer *b;
   int index;
 
+  if (!window_allows (&job->window, l->pool.count - l->pool.nfree))
+    return 1;
   if (l->queued_bytes > 0 && l->queued_bytes + len > l->set->queue_size)
     return 1;
   index = pool_get (&l->pool);
@@ -456,6 +458,7 @@ buffer_release (struct lane *l, struct buffer *b)
 {
   l->queued_bytes -= b->len;
   pool_put (&l->pool, b->index);
+  window_sample (&l->job->window, now_ns (), b->len);
 }
 
 /* A read finished: write its data runs, zero its zero runs. */
@@ -776,16 +779,21 @@ lane_stalled_op (const struct lane *l, int64_t now, int64_t limit_ms)
   return NULL;
 }
 
+unsigned
+lane_buffers (const struct settings *set)
+{
+  /* No point in more buffers than the byte budget can keep busy. */
+  if (set->queue_size / set->request_size < set->requests)
+    return MAX (set->queue_size / set->request_size, (uint64_t) 1);
+  return set->requests;
+}
+
 int
 lane_init (struct lane *l, unsigned index, struct job *job,
            struct op_queue *done, struct conn *src, struct conn *dst)
 {
   const struct settings *set = job->set;
-  unsigned nbuffers = set->requests;
-
-  /* No point in more buffers than the byte budget can keep busy. */
-  if (set->queue_size / set->request_size < nbuffers)
-    nbuffers = MAX (set->queue_size / set->request_size, (uint64_t) 1);
+  unsigned nbuffers = lane_buffers (set);
 
   *l = (struct lane){
     .index = index,

@@ -107,6 +107,8 @@ struct lane {
 int lane_init (struct lane *l, unsigned index, struct job *job,
                struct op_queue *done, struct conn *src, struct conn *dst);
 void lane_destroy (struct lane *l);
+/* The buffers each lane has, with settings SET. */
+unsigned lane_buffers (const struct settings *set);
 /* Issue as much work as buffers and request slots allow. */
 void lane_issue (struct lane *l);
 /* OP, a request of L, finished: act on it. */

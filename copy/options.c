@@ -105,7 +105,8 @@ print_help (void)
           "CPUs,\n"
           "                           at most the number of connections)\n"
           "  -R, --requests=N         requests in flight per connection "
-          "(default 16)\n"
+          "(default: up\n"
+          "                           to 16, fewer while that is faster)\n"
           "      --request-size=N     bytes per request, a power of 2 from "
           "512\n"
           "                           to 32M (default 1M, 256K over TCP, or\n"
@@ -521,6 +522,7 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     case 'R':
       if (parse_count ("--requests", optarg, 1, 1024, &opts->requests))
         return -1;
+      opts->requests_set = true;
       break;
     case REQUEST_SIZE_OPTION:
       if (parse_size ("--request-size", optarg, &size))
@@ -595,6 +597,7 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     opts->connections = 1;
     opts->threads = 1;
     opts->requests = 1;
+    opts->requests_set = true;
   }
   if (opts->threads == 0) {
     long n = sysconf (_SC_NPROCESSORS_ONLN);

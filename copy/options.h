@@ -17,6 +17,7 @@ struct options {
   unsigned connections;     /* -C: connections per side */
   unsigned threads;         /* -T: 0 = number of online CPUs */
   unsigned requests;        /* -R: requests in flight per connection */
+  bool requests_set;        /* -R or --synchronous given */
   uint32_t request_size;    /* --request-size: bytes per read */
   bool request_size_set;    /* given by the user, not the default */
   uint64_t queue_size;      /* --queue-size: bytes in flight per

@@ -191,6 +191,7 @@ settings_compute (struct settings *s, const struct options *opts,
   *s = (struct settings){
     .lanes = MIN (src->nconns, dst->nconns),
     .requests = opts->requests,
+    .adaptive_window = !opts->requests_set && !opts->queue_size,
     .extents = opts->extents,
     .allocated = opts->allocated,
     .destination_is_zero = opts->destination_is_zero,

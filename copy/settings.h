@@ -17,6 +17,7 @@ struct settings {
   unsigned requests;        /* requests in flight per lane and side */
   uint32_t request_size;    /* bytes per read */
   uint64_t queue_size;      /* bytes in flight per lane */
+  bool adaptive_window;     /* lanes size their window (window.h) */
   uint32_t sparse_size;     /* zero-detection block, 0 = off */
   uint32_t block;           /* every request is a multiple of it */
   uint32_t align;           /* extents are fitted to it: block, or the
