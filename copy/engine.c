@@ -546,7 +546,7 @@ engine_run (const struct settings *set, struct endpoint *src,
       .size = size,
       .nsegments = size == UINT64_MAX
                        ? UINT64_MAX
-                       : (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE,
+                       : segment_count (size),
       .ordered = dst->caps.stream,
       .interrupted = interrupted,
       .stalled_ms = -1,

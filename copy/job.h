@@ -14,14 +14,14 @@
 #include <time.h>
 
 #include "blkhash.h"
+#include "clock.h"
 #include "endpoint.h"
 #include "journal.h"
 #include "op.h"
+#include "segment.h"
 #include "window.h"
 #include "settings.h"
 
-/* The disk is handed out to lanes in segments of this size. */
-#define SEGMENT_SIZE ((uint64_t) 128 * 1024 * 1024)
 
 struct job {
   const struct settings *set;
@@ -113,21 +113,5 @@ void job_progress (struct job *job, uint64_t *done, uint64_t *total);
  * exactly once, DONE_BYTES in all?  -1 after error_set() if not.
  */
 int job_check_accounting (const struct job *job, uint64_t done_bytes);
-
-static inline int64_t
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static inline int64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 #endif

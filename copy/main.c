@@ -145,7 +145,7 @@ useful_connections (const struct options *opts, const struct endpoint *src)
   unsigned n = MIN (opts->connections, src->nconns);
 
   if (src->size >= 0) {
-    uint64_t segments = ((uint64_t) src->size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
+    uint64_t segments = segment_count (src->size);
     if (segments < n) {
       n = MAX (segments, (uint64_t) 1);
       note (opts->verbose,
@@ -287,7 +287,7 @@ open_journal (const struct options *opts, const struct endpoint *src,
     error_set ("--resume: a copy from or to a stream cannot be resumed");
     return -1;
   }
-  nsegments = (src->size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
+  nsegments = segment_count (src->size);
   journal_identity (src, dst, identity, sizeof identity);
   /* An incremental copy is another copy than a full one. */
   if (opts->bitmap)

@@ -37,6 +37,7 @@
 #include <liburing.h>
 
 #include "bitmap.h"
+#include "clock.h"
 #include "endpoint.h"
 #include "error.h"
 #include "minmax.h"
@@ -78,14 +79,6 @@ struct nbd_endpoint {
   const struct options *opts; /* main's, alive until the end */
   const char *bitmap;         /* --bitmap, on the source side */
 };
-
-static int64_t
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* libnbd's debug messages, first line only: the rest of a message is a
  * hex dump of the data, which would bury everything else.

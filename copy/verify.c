@@ -90,7 +90,7 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
 
   if (strcmp (hex, source_hex) != 0) {
     uint64_t seg = blkhash_first_difference (source_hash, hash);
-    uint64_t nsegs = (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
+    uint64_t nsegs = segment_count (size);
     char where[160] = "";
 
     if (seg != UINT64_MAX)
