@@ -42,11 +42,12 @@ start_nbdkit dst2 memory size=600M
 run_nbdcp "$(uri_of "$tmp/q2.sock")" "$(uri_of "$tmp/dst2.sock")"
 check_same "$src" "$(uri_of "$tmp/dst2.sock")" "qemu-nbd -> memory"
 
-# A small qcow2 from a default qemu-nbd (one client, no multi-conn): the
-# extra connections never get the server's greeting and are dropped at
-# once, not after 2 s.  The copy is checked against qemu-img's reading.
+# A sparse qcow2 from a default qemu-nbd (one client, no multi-conn):
+# the extra connections never get the server's greeting and are dropped
+# at once, not after 2 s.  (300M: three segments, so that extras are
+# tried at all.)  The copy is checked against qemu-img's reading.
 stop_servers
-"$QEMU_IMG" create -q -f qcow2 "$tmp/small.qcow2" 1M
+"$QEMU_IMG" create -q -f qcow2 "$tmp/small.qcow2" 300M
 qemu-io -f qcow2 -c 'write -P 0x55 4096 64k' "$tmp/small.qcow2" >/dev/null
 "$QEMU_IMG" convert -f qcow2 -O raw "$tmp/small.qcow2" "$tmp/small.expected"
 start_qemu_nbd small -f qcow2 "$tmp/small.qcow2"
@@ -54,7 +55,7 @@ t0=$(date +%s%N)
 run_nbdcp -v "$(uri_of "$tmp/small.sock")" "$tmp/small.raw" 2>"$tmp/v3" ||
   { cat "$tmp/v3"; fail "copy from a default qemu-nbd failed"; }
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-echo "1M qcow2 from a default qemu-nbd: $ms ms"
+echo "300M sparse qcow2 from a default qemu-nbd: $ms ms"
 cmp "$tmp/small.expected" "$tmp/small.raw" ||
   fail "copy from a default qemu-nbd differs from qemu-img's reading"
 [ "$ms" -lt 1900 ] ||
@@ -63,10 +64,11 @@ grep -q 'got no greeting.*dropped' "$tmp/v3" ||
   { cat "$tmp/v3"; fail "-v did not say the ungreeted connections were dropped"; }
 
 # A server that takes several clients but does not advertise multi-conn
-# greets every connection: they are kept.
+# greets every connection: they are kept.  (512M: four segments, so
+# that four connections can be used.)
 if "$NBDKIT" --filter=multi-conn null --dump-plugin >/dev/null 2>&1; then
-  start_nbdkit nomc -r --filter=multi-conn pattern size=64M \
-    multi-conn-mode=disable
+  start_nbdkit nomc -r --filter=multi-conn sparse-random size=512M seed=3 \
+    percent=5 multi-conn-mode=disable
   run_nbdcp -v -C 4 "$(uri_of "$tmp/nomc.sock")" "$tmp/nomc.raw" 2>"$tmp/v4"
   grep -q 'source .*multi-conn not advertised' "$tmp/v4" ||
     { cat "$tmp/v4"; fail "the multi-conn filter did not hide multi-conn"; }
