@@ -557,7 +557,7 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   /* A source's size is not known before a handshake, and a disk with
      fewer segments than -C has no use for the other connections, which
      cost both sides a thread and a handshake each (a 1 MiB copy to
-     null: took 16 ms with four connections, 12 ms with one).  So the
+     null: took 16.9 ms with four connections, 14.0 ms with one).  So the
      source's first connection handshakes alone and the others follow
      when its size says they can help.  The destination's number is
      known already (main.c). */
