@@ -6,16 +6,7 @@
 #include <string.h>
 
 #include "sparse.h"
-
-static int failures;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf (stderr, "FAIL line %d: %s\n", __LINE__, #cond);                 \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#include "unit.h"
 
 /* Runs must tile [0, len) exactly, alternate, and say the truth about
  * zero runs (data runs may contain zero blocks only when runs ran out).

@@ -7,17 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "unit.h"
 #include "window.h"
-
-static int failures;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf (stderr, "FAIL line %d: %s\n", __LINE__, #cond);                 \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 #define LANES 4
 #define BUFFER (1024 * 1024)
@@ -125,9 +116,5 @@ main (void)
   o = simulate (cache_bound, 16, true, false);
   CHECK (o.final == 16 && o.changes == 0);
 
-  if (failures) {
-    fprintf (stderr, "%d failure(s)\n", failures);
-    return EXIT_FAILURE;
-  }
-  return EXIT_SUCCESS;
+  return failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
