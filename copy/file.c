@@ -208,8 +208,8 @@ file_set_size (struct endpoint *ep, int64_t size)
 static void
 writeback_started (struct ring_event *ev, int res)
 {
-  /* Nothing to do: a failure to start writeback early is caught by
-     the flush at the end, which writes back whatever is left. */
+  /* Nothing to do: a failure to write back early is caught by the
+     flush at the end, which writes back whatever is left. */
 }
 
 static void
@@ -326,12 +326,19 @@ write_zeroes (struct file *f, uint64_t offset, uint64_t len)
   return 0;
 }
 
-/* Start writing a finished write back to the disk now, rather than
- * leaving gigabytes of dirty pages for the flush at the end: the disk
- * works while the copy goes on.  Nothing waits for this.
+/* Write a finished write back to the disk now, and then drop it from
+ * the page cache, rather than leaving gigabytes of dirty pages for the
+ * flush at the end: the disk works while the copy goes on, and the
+ * copy does not push everything else out of the page cache.  It also
+ * keeps the copy on the same few pages of memory: on a VM whose balloon
+ * takes back memory the guest has freed, writing 877 MiB into fresh
+ * page cache took 2.6-2.9 s, and 0.6 s this way (docs/performance.md,
+ * "Writing a file").  The two requests are linked, so the pages are
+ * dropped only once written (dirty pages would not be dropped anyway).
+ * Nothing waits for them; durability is still the flush's.
  */
 static void
-start_writeback (struct op_io *io)
+write_back_and_drop (struct op_io *io)
 {
   struct conn *c = io->conn;
   struct io_uring_sqe *sqe;
@@ -340,7 +347,14 @@ start_writeback (struct op_io *io)
     return; /* O_DIRECT: nothing in the page cache */
   sqe = ring_get_sqe (c->ring);
   io_uring_prep_sync_file_range (sqe, c->file->fd, io->len, io->offset,
-                                 SYNC_FILE_RANGE_WRITE);
+                                 SYNC_FILE_RANGE_WAIT_BEFORE
+                                     | SYNC_FILE_RANGE_WRITE
+                                     | SYNC_FILE_RANGE_WAIT_AFTER);
+  io_uring_sqe_set_data (sqe, &c->writeback);
+  sqe->flags |= IOSQE_IO_LINK;
+  sqe = ring_get_sqe (c->ring);
+  io_uring_prep_fadvise (sqe, c->file->fd, io->offset, io->len,
+                         POSIX_FADV_DONTNEED);
   io_uring_sqe_set_data (sqe, &c->writeback);
 }
 
@@ -378,7 +392,7 @@ file_done (struct ring_event *ev, int res)
       return;
     }
     if (io->kind == FILE_WRITE)
-      start_writeback (io);
+      write_back_and_drop (io);
   }
   op_complete (io->op, 0);
 }
