@@ -334,8 +334,10 @@ write_zeroes (struct file *f, uint64_t offset, uint64_t len)
  * takes back memory the guest has freed, writing 877 MiB into fresh
  * page cache took 2.6-2.9 s, and 0.6 s this way (docs/performance.md,
  * "Writing a file").  The two requests are linked, so the pages are
- * dropped only once written (dirty pages would not be dropped anyway).
- * Nothing waits for them; durability is still the flush's.
+ * dropped only once written (dirty pages would not be dropped anyway;
+ * if the ring must be submitted between the two, they run unlinked and
+ * the drop may miss some).  Nothing waits for them; durability is
+ * still the flush's.
  */
 static void
 write_back_and_drop (struct op_io *io)
