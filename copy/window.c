@@ -18,6 +18,7 @@
 /* After a trial failed, phases before the next one: 2, then twice as
    many after each failure in a row, up to this.  A short copy must not
    spend its life at the wrong window because its first trial failed. */
+#define FIRST_BACKOFF_PHASES 2
 #define SETTLED_PHASES 16
 /* The window never goes below this: one buffer is being read while
    another is written. */
@@ -37,7 +38,7 @@ window_init (struct window *w, unsigned lanes, unsigned max, bool adaptive)
   w->phases = 0;
   w->on_trial = false;
   w->growing = false; /* from the largest window, only down */
-  w->failures = 0;
+  w->backoff = FIRST_BACKOFF_PHASES;
   w->skip = false;
   w->wait = 0;
   w->kept_rate = 0;
@@ -93,12 +94,12 @@ window_phase_ended (struct window *w, double rate)
       /* Undone; the next trial goes the other way. */
       window_set (w, w->growing ? limit / 2 : limit * 2);
       w->growing = !w->growing;
-      w->failures = MIN (w->failures + 1, 4u);
-      w->wait = MIN (1u << w->failures, (unsigned) SETTLED_PHASES);
+      w->wait = w->backoff;
+      w->backoff = MIN (w->backoff * 2, (unsigned) SETTLED_PHASES);
       w->skip = true; /* the trial's buffers are still in flight */
       return;
     }
-    w->failures = 0;
+    w->backoff = FIRST_BACKOFF_PHASES;
   }
   w->kept_rate = rate;
   if (w->wait > 0) {

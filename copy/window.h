@@ -42,7 +42,7 @@ struct window {
   bool growing;           /* ... or will be: doubled, else halved */
   bool skip;              /* the next phase is not measured */
   unsigned wait;          /* phases before the next trial */
-  unsigned failures;      /* trials in a row that were undone */
+  unsigned backoff;       /* phases to wait after the next failed trial */
   double kept_rate;       /* bytes/s of the last phase at the kept limit */
   int64_t phase_start_ns; /* this phase's start */
   uint64_t bytes;         /* its buffers' bytes */
@@ -63,7 +63,9 @@ window_allows (struct window *w, unsigned in_use)
 {
   if (in_use < atomic_load_explicit (&w->limit, memory_order_relaxed))
     return true;
-  if (w->adaptive)
+  /* Stored only when it changes: every lane reads the limit beside it. */
+  if (w->adaptive
+      && !atomic_load_explicit (&w->held_back, memory_order_relaxed))
     atomic_store_explicit (&w->held_back, true, memory_order_relaxed);
   return false;
 }
