@@ -522,6 +522,7 @@ engine_teardown (struct engine *e)
   blkhash_free (e->job.hash);
   pthread_cond_destroy (&e->job.workers_changed);
   pthread_mutex_destroy (&e->job.lock);
+  zero_run_destroy (&e->job.zero_run);
   if (e->job.window.adaptive)
     note (e->job.set->verbose,
           "in-flight window: %u of %u buffers per connection at the end, "
@@ -558,6 +559,7 @@ engine_run (const struct settings *set, struct endpoint *src,
   memset (stats, 0, sizeof *stats);
   pthread_mutex_init (&e.job.lock, NULL);
   pthread_cond_init (&e.job.workers_changed, NULL);
+  zero_run_init (&e.job.zero_run);
   window_init (&e.job.window, set->lanes, lane_buffers (set),
                set->adaptive_window);
   if (engine_setup (&e, set) == 0) {

@@ -13,6 +13,7 @@ extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end)
   list->start = start;
   list->end = end;
   list->full = false;
+  list->zero_past_end = end;
   list->dirty = NULL;
 }
 
@@ -31,6 +32,11 @@ extent_list_add (struct extent_list *list, uint64_t offset, uint64_t length,
   struct extent *last = list->len ? &list->v[list->len - 1] : NULL;
   uint64_t expected = extent_list_covered (list);
   uint64_t end = offset + length;
+
+  /* Past the end, only how far the zero run from the end goes is
+     kept (see extent_list_cut). */
+  if (zero && end > list->end && MAX (offset, list->end) <= list->zero_past_end)
+    list->zero_past_end = MAX (list->zero_past_end, end);
 
   /* Keep only what continues the list without a gap, inside the range
      asked for: servers may answer beyond it. */
@@ -53,6 +59,38 @@ extent_list_add (struct extent_list *list, uint64_t offset, uint64_t length,
   }
   list->v[list->len++]
       = (struct extent){ .offset = offset, .length = length, .zero = zero };
+}
+
+uint64_t
+extent_list_cut (struct extent_list *list, uint64_t end)
+{
+  uint64_t zero_end = end;
+
+  /* The zero extents from END on, then what was said past the end. */
+  for (size_t i = 0; i < list->len; i++) {
+    const struct extent *e = &list->v[i];
+
+    if (e->offset + e->length <= end)
+      continue;
+    if (!e->zero || e->offset > zero_end)
+      break;
+    zero_end = e->offset + e->length;
+  }
+  if (zero_end == list->end)
+    zero_end = list->zero_past_end;
+
+  while (list->len > 0) {
+    struct extent *last = &list->v[list->len - 1];
+
+    if (last->offset < end) {
+      last->length = MIN (last->length, end - last->offset);
+      break;
+    }
+    list->len--;
+  }
+  list->end = end;
+  list->zero_past_end = zero_end;
+  return zero_end;
 }
 
 static uint64_t

@@ -31,6 +31,9 @@ struct extent_list {
   size_t len, cap;
   uint64_t start, end;
   bool full;
+  /* The source reads as zero from END up to here, as far as the answer
+     went past END (servers may answer beyond the range asked for). */
+  uint64_t zero_past_end;
   /* --bitmap: where a source puts the dirty bitmap's answer for the
      same range, or NULL.  In that list `zero` means clean: both are
      what need not be copied, and extent_list_align rounds both inwards,
@@ -41,6 +44,12 @@ struct extent_list {
 void extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end);
 void extent_list_add (struct extent_list *list, uint64_t offset,
                       uint64_t length, bool zero);
+
+/* Make LIST end at END, which is inside it: what lies past END is
+ * dropped.  Returns where the source's zero run from END ends, as far
+ * as LIST knew it (also past its old end): END if it knew of none.
+ */
+uint64_t extent_list_cut (struct extent_list *list, uint64_t end);
 
 /* Where the extents in LIST end (LIST->start if there are none). */
 uint64_t extent_list_covered (const struct extent_list *list);

@@ -21,7 +21,7 @@
 #include "segment.h"
 #include "window.h"
 #include "settings.h"
-
+#include "zero_run.h"
 
 struct job {
   const struct settings *set;
@@ -41,7 +41,8 @@ struct job {
      ended: every segment must be accounted for exactly, or the copy is
      not reported complete. */
   uint64_t *segment_done;
-  struct window window; /* buffers in flight per lane */
+  struct window window;     /* buffers in flight per lane */
+  struct zero_run zero_run; /* of the source, learnt past segments */
   atomic_bool stop;
   atomic_bool abort; /* in-flight requests must be cut off */
   const volatile sig_atomic_t *interrupted;

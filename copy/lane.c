@@ -176,9 +176,18 @@ lane_fail (struct lane *l, enum op_kind kind, uint64_t offset, uint64_t length,
                  code);
 }
 
+/* How far a lane whose last segment ended in a hole asks, from where
+ * its next segment starts: the most one block status request can ask
+ * (32 bits), in whole segments.  It asks for the first extent only,
+ * which the server answers as cheaply as for one segment.
+ */
+#define HOLE_LOOKAHEAD ((UINT32_MAX / SEGMENT_SIZE) * SEGMENT_SIZE)
+
 /* Learn the extents of [pos, segment_end).  Sources that cannot tell,
  * and --no-extents, make the whole range data at once, unless the
- * dirty bitmap (--bitmap) is needed.
+ * dirty bitmap (--bitmap) is needed.  A range inside the job's known
+ * zero run needs no request; a lane in a hole asks how far it goes
+ * past the segment (see zero_run.h).
  */
 static int
 lane_fetch_extents (struct lane *l)
@@ -187,6 +196,7 @@ lane_fetch_extents (struct lane *l)
   struct op *op = &l->extents_op;
   struct extent_list *list = &l->extents;
   uint64_t len = l->segment_end - l->pos;
+  bool look_ahead = false;
 
   extent_list_reset (&l->extents, l->pos, l->segment_end);
   l->next_extent = 0;
@@ -202,8 +212,23 @@ lane_fetch_extents (struct lane *l)
     extent_list_align (&l->extents, l->set->align);
     return 0;
   }
+  else if (zero_run_covers (&job->zero_run, l->pos, l->segment_end)) {
+    extent_list_add (&l->extents, l->pos, len, true);
+    extent_list_align (&l->extents, l->set->align);
+    l->in_hole = true;
+    return 0;
+  }
+  else if (l->in_hole) {
+    uint64_t ahead
+        = MIN (HOLE_LOOKAHEAD, (uint64_t) atomic_load (&job->size) - l->pos);
+
+    look_ahead = ahead > len;
+    len = MAX (len, ahead);
+    extent_list_reset (&l->extents, l->pos, l->pos + len);
+  }
   lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
-  if (job->src->ops->extents (l->src, len, l->pos, list, op) == -1) {
+  if (job->src->ops->extents (l->src, len, l->pos, look_ahead, list, op)
+      == -1) {
     lane_fail (l, op->kind, l->pos, len, error_get (), 0);
     return -1;
   }
@@ -453,6 +478,24 @@ lane_issue (struct lane *l)
   }
 }
 
+/* Extents were answered, perhaps past the segment (asked for, or said
+ * by the server unasked): keep what concerns this segment, and tell
+ * the job how far a hole at its end goes.  A segment that ends in a
+ * hole makes the lane's next request look past its segment (in_hole):
+ * what was learnt may stop only where the request did.
+ */
+static void
+lane_learn_past_segment (struct lane *l)
+{
+  struct extent_list *list = &l->extents;
+  uint64_t zero_end = extent_list_cut (list, l->segment_end);
+
+  if (zero_end > l->segment_end)
+    zero_run_learn (&l->job->zero_run, l->segment_end, zero_end);
+  l->in_hole = list->len > 0 && list->v[list->len - 1].zero
+               && extent_list_covered (list) == l->segment_end;
+}
+
 static void
 buffer_release (struct lane *l, struct buffer *b)
 {
@@ -555,6 +598,8 @@ lane_op_done (struct lane *l, struct op *op)
                             l->set->align);
       break;
     }
+    if (!op->err)
+      lane_learn_past_segment (l);
     /* A server that answered nothing for the range gets it read. */
     if (!op->err && l->extents.len == 0)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);

@@ -603,8 +603,8 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
     }
     /* Extras that cannot start are not fatal: the first one works. */
     start_handshakes (h, first, want, ep, opts, bitmap, why, sizeof why);
-    ready = handshake_all (h, want, ep->spec, opts->verbose,
-                           opts->timeout_ms, start);
+    ready = handshake_all (h, want, ep->spec, opts->verbose, opts->timeout_ms,
+                           start);
   }
   if (ready == 0) {
     free (h);
@@ -740,11 +740,13 @@ got_extents (void *user_data, const char *metacontext, uint64_t offset,
 }
 
 static int
-nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset,
+nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset, bool first_only,
                 struct extent_list *list, struct op *op)
 {
   nbd_extent_callback cb = { .callback = got_extents, .user_data = list };
-  return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), 0) == -1
+  uint32_t flags = first_only ? LIBNBD_CMD_FLAG_REQ_ONE : 0;
+
+  return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), flags) == -1
              ? failed ()
              : 0;
 }

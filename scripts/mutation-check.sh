@@ -254,6 +254,27 @@ mutation bitmap-skips-dirty-holes copy/lane.c \
 '    if (e->clean || e->zero) {
       lane_skip_clean (l, e);'
 
+# The zero run learnt past a segment (zero_run.h): taken one segment
+# too far (the data after a hole is lost), segments inside it passed
+# over instead of zeroed (the destination keeps its old data), and no
+# looking past segments at all (one request per segment, as before).
+mutation zero-run-too-long copy/lane.c \
+'    zero_run_learn (&l->job->zero_run, l->segment_end, zero_end);' \
+'    zero_run_learn (&l->job->zero_run, l->segment_end, zero_end + SEGMENT_SIZE);'
+
+mutation zero-run-not-zeroed copy/lane.c \
+'    extent_list_add (&l->extents, l->pos, len, true);
+    extent_list_align (&l->extents, l->set->align);
+    l->in_hole = true;' \
+'    extent_list_add (&l->extents, l->pos, len, true);
+    extent_list_align (&l->extents, l->set->align);
+    l->extents.v[0].clean = true;
+    l->in_hole = true;'
+
+mutation no-hole-lookahead copy/lane.c \
+'  l->in_hole = list->len > 0 && list->v[list->len - 1].zero' \
+'  l->in_hole = false && list->len > 0 && list->v[list->len - 1].zero'
+
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
 ' \
@@ -357,7 +378,7 @@ acct=$(index_of segment-accounting-off) || die "segment-accounting-off is missin
 # Makefile.am's order, slow valgrind runs last.
 first="tests/test-holes-not-read.sh tests/test-old-data-overwritten.sh
   tests/test-server-errors.sh tests/test-streams.sh tests/test-hole-not-zero.sh
-  tests/test-progress-failed-copy.sh tests/test-flush-every-connection.sh
+  tests/test-hole-lookahead.sh tests/test-progress-failed-copy.sh tests/test-flush-every-connection.sh
   tests/test-file-endpoints.sh tests/test-checkwrite.sh tests/test-allocated.sh
   tests/test-destination-is-zero.sh tests/test-block-size-constraints.sh
   tests/test-sparse-random-copy.sh tests/test-progress-fd.sh

@@ -3,7 +3,10 @@
  * called zero, and a block that was all zero stays zero.  And for
  * extent_list_restrict (--bitmap): no dirty byte is ever called clean,
  * a block that was all clean stays clean, and within the dirty ranges
- * the allocation map is kept as extent_list_align fits it.
+ * the allocation map is kept as extent_list_align fits it.  And for
+ * extent_list_cut: what it keeps is what the server said, and the zero
+ * run it reports past the cut reads as zero, as far as the server said
+ * so, also past the range asked for.
  */
 #include <config.h>
 
@@ -204,9 +207,69 @@ restrict_case (unsigned seed)
   }
 }
 
+/* A server's answer for a list ending at END, cut at CUT: the truth is
+ * random runs of data and zero, the answer goes on past END or stops
+ * short of it, and may be split at any unit.
+ */
+static void
+cut_case (unsigned seed)
+{
+  struct extent store[CAP];
+  struct extent_list list = { .v = store, .cap = CAP };
+  static signed char truth[2 * MAX_UNITS];
+  uint64_t end_units = 1 + rand () % MAX_UNITS;
+  uint64_t answer_units = 1 + rand () % (2 * MAX_UNITS);
+  uint64_t cut_units = 1 + rand () % end_units;
+  uint64_t u = 0, zero_end, want;
+
+  for (uint64_t i = 0; i < 2 * MAX_UNITS;) {
+    uint64_t run = 1 + rand () % (rand () % 2 ? 8 : 1024);
+    signed char data = rand () % 2;
+    for (; run > 0 && i < 2 * MAX_UNITS; run--)
+      truth[i++] = data;
+  }
+  extent_list_reset (&list, 0, end_units * UNIT);
+  while (u < answer_units) {
+    uint64_t n = 1;
+    while (u + n < answer_units && truth[u + n] == truth[u] && rand () % 16)
+      n++;
+    extent_list_add (&list, u * UNIT, n * UNIT, !truth[u]);
+    u += n;
+  }
+  zero_end = extent_list_cut (&list, cut_units * UNIT);
+
+  CHECK (list.end == cut_units * UNIT, "cut seed %u: end not moved", seed);
+  for (size_t i = 0; i < list.len; i++) {
+    CHECK (list.v[i].offset + list.v[i].length <= list.end,
+           "cut seed %u: extent %zu past the cut", seed, i);
+    for (uint64_t o = list.v[i].offset; o < list.v[i].offset + list.v[i].length;
+         o += UNIT)
+      CHECK (truth[o / UNIT] == !list.v[i].zero, "cut seed %u: unit %llu wrong",
+             seed, (unsigned long long) (o / UNIT));
+  }
+  CHECK (zero_end >= list.end, "cut seed %u: zero run before the cut", seed);
+  for (uint64_t o = list.end; o < zero_end; o += UNIT)
+    CHECK (truth[o / UNIT] == 0, "cut seed %u: unit %llu called zero", seed,
+           (unsigned long long) (o / UNIT));
+  /* With room for every extent, the run is all the answer said. */
+  want = cut_units;
+  while (want < answer_units && truth[want] == 0)
+    want++;
+  if (!list.full)
+    CHECK (zero_end == want * UNIT, "cut seed %u: zero run to %llu, not %llu",
+           seed, (unsigned long long) (zero_end / UNIT),
+           (unsigned long long) want);
+}
+
 int
 main (void)
 {
+  for (unsigned seed = 1; seed <= 20000; seed++) {
+    srand (seed);
+    cut_case (seed);
+    if (failures > 20)
+      break;
+  }
   for (unsigned seed = 1; seed <= 20000; seed++) {
     srand (seed);
     restrict_case (seed);
@@ -223,7 +286,7 @@ main (void)
     fprintf (stderr, "%d failures\n", failures);
     return 1;
   }
-  printf ("extent_list_align, extent_list_restrict: 20000 random lists "
-          "each fitted correctly\n");
+  printf ("extent_list_align, extent_list_restrict, extent_list_cut: 20000 "
+          "random lists each fitted correctly\n");
   return 0;
 }
