@@ -10,6 +10,7 @@ of the CPU runs), and machine.env.  Python 3 standard library only.
 """
 
 import json
+import re
 import os
 import statistics
 import sys
@@ -280,7 +281,9 @@ class Report:
         self.p("# nbdcp benchmark results")
         self.p()
         self.machine_table()
-        workloads = [n for n in self.names("w")]
+        # w2 before w10
+        workloads = sorted(self.names("w"), key=lambda n: [
+            int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)])
         cpus = self.names("cpu-")
         sweeps = sorted(self.names("sweep-"), key=lambda n: int(
             read_kv(os.path.join(self.d, n + ".meta"))[0].get("order", 0)))

@@ -11,7 +11,7 @@
 # Environment (defaults in brackets):
 #   NBDCP            nbdcp binary [copy/nbdcp of this checkout]
 #   NBDCOPY, QEMU_IMG, QEMU_NBD, QEMU_IO, NBDKIT, HYPERFINE
-#   BENCH_WORKLOADS  any of 1 2 3 4 5 6 7 cpu sweeps [all of them]
+#   BENCH_WORKLOADS  any of 1 2 3 4 5 6 7 9 10 cpu sweeps [1-7, 10, cpu, sweeps]
 #   BENCH_TOOLS      [nbdcp nbdcopy qemu-img]
 #   BENCH_QUICK=1    tiny sizes, 1 run, no warmup
 #   BENCH_RUNS [3]  BENCH_WARMUP [1]  BENCH_CPU_RUNS [3]
@@ -55,7 +55,7 @@ W7_SIZE=${BENCH_W7_SIZE:-$d_w7}
 W8_SIZE=${BENCH_W8_SIZE:-$d_w8}
 S2_SIZE=${BENCH_SWEEP2_SIZE:-$d_s2}
 S3_SIZE=${BENCH_SWEEP3_SIZE:-$d_s3}
-WORKLOADS=${BENCH_WORKLOADS:-1 2 3 4 5 6 7 cpu sweeps}
+WORKLOADS=${BENCH_WORKLOADS:-1 2 3 4 5 6 7 10 cpu sweeps}
 TOOLS=${BENCH_TOOLS:-nbdcp nbdcopy qemu-img}
 DELAY="rdelay=5ms wdelay=5ms"
 
@@ -312,6 +312,25 @@ w7 ()
   compare_tools w7 "$(sr "$W7_SIZE" percent=100)" '"$uri"' null: "$b"
 }
 
+# Workload 10: start-up, the fixed cost of a copy (process start,
+# handshakes, threads, buffers).  One run of a 15 ms copy per round
+# cannot show it through the noise, so each command is twenty
+# copies of a 1 MiB disk (all hole) to null: under one server.
+w10 ()
+{
+  local b t n=20 cmds=()
+  b=$(parse_size 1M)
+  write_meta w10 "label=10. tiny: 1M -> null:, $n copies" \
+    "title=10. start-up: $n copies of nbdkit memory 1M -> null: under one server" \
+    "size=$((b * n))" "data_percent=0" \
+    "note=each command is $n copies in a row: divide by $n for one copy"
+  for t in "${avail_tools[@]}"; do
+    cmds+=("$t" "$(harness "memory size=1M" \
+      "for i in \$(seq $n); do $(tool_cmd "$t" '"$uri"' null: "$b"); done")")
+  done
+  run_hyperfine w10 "" "${cmds[@]}"
+}
+
 # ---------------------------------------------------------------- checksums
 # hash_cmds PLUGIN DST OPTS...: nbdcp under the harness with each of
 # OPTS ("-" for none), named nbdcp, nbdcp+blkhash, ...
@@ -530,7 +549,7 @@ bench_log "results in $OUT; scratch in $bench_scratch; tools: ${avail_tools[*]}"
 for w in $WORKLOADS; do
   case "$w" in
     1) w1 ;; 2) w2 ;; 3) w3 ;; 4) w4 ;; 5) w5 ;; 6) w6 ;; 7) w7 ;; 8) w8 ;;
-    9) w9 ;;
+    9) w9 ;; 10) w10 ;;
     hash) wh ;;
     cpu) cpu ;;
     sweeps) sweeps ;;
