@@ -176,13 +176,6 @@ lane_fail (struct lane *l, enum op_kind kind, uint64_t offset, uint64_t length,
                  code);
 }
 
-/* How far a lane whose last segment ended in a hole asks, from where
- * its next segment starts: the most one block status request can ask
- * (32 bits), in whole segments.  It asks for the first extent only,
- * which the server answers as cheaply as for one segment.
- */
-#define HOLE_LOOKAHEAD ((UINT32_MAX / SEGMENT_SIZE) * SEGMENT_SIZE)
-
 /* Learn the extents of [pos, segment_end).  Sources that cannot tell,
  * and --no-extents, make the whole range data at once, unless the
  * dirty bitmap (--bitmap) is needed.  A range inside the job's known
@@ -219,8 +212,8 @@ lane_fetch_extents (struct lane *l)
     return 0;
   }
   else if (l->in_hole) {
-    uint64_t ahead
-        = MIN (HOLE_LOOKAHEAD, (uint64_t) atomic_load (&job->size) - l->pos);
+    uint64_t ahead = MIN (zero_run_lookahead (&job->zero_run),
+                          (uint64_t) atomic_load (&job->size) - l->pos);
 
     look_ahead = ahead > len;
     len = MAX (len, ahead);
@@ -488,10 +481,13 @@ static void
 lane_learn_past_segment (struct lane *l)
 {
   struct extent_list *list = &l->extents;
+  uint64_t asked_end = list->end;
   uint64_t zero_end = extent_list_cut (list, l->segment_end);
 
   if (zero_end > l->segment_end)
     zero_run_learn (&l->job->zero_run, l->segment_end, zero_end);
+  if (asked_end > l->segment_end)
+    zero_run_looked (&l->job->zero_run, zero_end >= asked_end);
   l->in_hole = list->len > 0 && list->v[list->len - 1].zero
                && extent_list_covered (list) == l->segment_end;
 }
