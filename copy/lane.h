@@ -55,8 +55,8 @@ struct lane {
 
   struct op extents_op, flush_op;
   bool extents_busy;
-  /* The source reads as zero up to the end of the last extents asked
-     for: the next request looks past its segment (see zero_run.h). */
+  /* The lane's last segment ended in a hole: its next block status
+     request looks past its segment (see zero_run.h). */
   bool in_hole;
   struct extent extent_store[EXTENTS_PER_LANE];
   struct extent_list extents; /* of [pos, ...) in the current segment */

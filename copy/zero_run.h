@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 struct zero_run {
-  pthread_mutex_t lock; /* taken at most three times per segment */
+  pthread_mutex_t lock; /* taken at most four times per segment */
   uint64_t start, end;
   uint64_t lookahead; /* how far the next look asks */
 };
