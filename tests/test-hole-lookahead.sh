@@ -31,7 +31,7 @@ copy ()
   check_same "$src" "$dst" "$name"
 }
 
-# nbdkit answers block status for no more than was asked.
+# nbdkit's data plugin, whose log counts the block status requests.
 start_nbdkit nbdkit-src -r --filter=log data "$src_data" size=$size \
   logfile="$tmp/src.log"
 copy nbdkit "$(uri_of "$tmp/nbdkit-src.sock")"
