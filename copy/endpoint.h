@@ -91,11 +91,9 @@ struct endpoint_ops {
   int (*zero) (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
                struct op *op);
   /* Optional, sources with caps.can_extents: fill LIST for the range
-     (see extents.h), then complete OP.  FIRST_ONLY: only the first
-     extent is wanted (a lane looking how far a hole goes), so the
-     source need not say more. */
+     (see extents.h), then complete OP. */
   int (*extents) (struct conn *c, uint64_t len, uint64_t offset,
-                  bool first_only, struct extent_list *list, struct op *op);
+                  struct extent_list *list, struct op *op);
   int (*flush) (struct conn *c, struct op *op);
   /* Optional, sources that can report a dirty bitmap (--bitmap): the
      same as extents, answered before returning, on the first

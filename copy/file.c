@@ -432,13 +432,13 @@ file_flush (struct conn *c, struct op *op)
  * without I/O, so they run right here and the op finishes at once.
  */
 static int
-file_extents (struct conn *c, uint64_t len, uint64_t offset, bool first_only,
+file_extents (struct conn *c, uint64_t len, uint64_t offset,
               struct extent_list *list, struct op *op)
 {
   int fd = c->file->fd;
   uint64_t end = offset + len, pos = offset;
 
-  while (pos < end && !list->full && !(first_only && list->len > 0)) {
+  while (pos < end && !list->full) {
     off_t data = lseek (fd, pos, SEEK_DATA);
     off_t hole;
 

@@ -189,7 +189,6 @@ lane_fetch_extents (struct lane *l)
   struct op *op = &l->extents_op;
   struct extent_list *list = &l->extents;
   uint64_t len = l->segment_end - l->pos;
-  bool look_ahead = false;
 
   extent_list_reset (&l->extents, l->pos, l->segment_end);
   l->next_extent = 0;
@@ -215,13 +214,11 @@ lane_fetch_extents (struct lane *l)
     uint64_t ahead = MIN (zero_run_lookahead (&job->zero_run),
                           (uint64_t) atomic_load (&job->size) - l->pos);
 
-    look_ahead = ahead > len;
     len = MAX (len, ahead);
     extent_list_reset (&l->extents, l->pos, l->pos + len);
   }
   lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
-  if (job->src->ops->extents (l->src, len, l->pos, look_ahead, list, op)
-      == -1) {
+  if (job->src->ops->extents (l->src, len, l->pos, list, op) == -1) {
     lane_fail (l, op->kind, l->pos, len, error_get (), 0);
     return -1;
   }

@@ -740,13 +740,11 @@ got_extents (void *user_data, const char *metacontext, uint64_t offset,
 }
 
 static int
-nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset, bool first_only,
+nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset,
                 struct extent_list *list, struct op *op)
 {
   nbd_extent_callback cb = { .callback = got_extents, .user_data = list };
-  uint32_t flags = first_only ? LIBNBD_CMD_FLAG_REQ_ONE : 0;
-
-  return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), flags) == -1
+  return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), 0) == -1
              ? failed ()
              : 0;
 }
