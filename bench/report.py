@@ -191,17 +191,26 @@ class Report:
         with open(path) as f:
             next(f)
             for line in f:
-                tool, run, el, us, sy, rss, rc = line.rstrip("\n").split("\t")
-                rows.setdefault(tool, []).append((el, us, sy, rss, rc))
+                cols = line.rstrip("\n").split("\t")
+                # Older results have no server_cpu column.
+                server = cols[7] if len(cols) > 7 else "-"
+                rows.setdefault(cols[0], []).append(
+                    tuple(cols[2:7]) + (server,))
+        nproc = int(self.machine.get("host_nproc", "0") or 0)
+        has_server = any(r[5] not in ("-", "")
+                         for rs in rows.values() for r in rs)
         self.p("| tool | runs | failed | elapsed s | user s | sys s "
-               "| CPU s / GiB (virtual) | CPU s / GiB of data | peak RSS MiB |")
-        self.p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+               "| CPU s / GiB (virtual) | CPU s / GiB of data | peak RSS MiB |"
+               + (" server CPU s | copier + server CPU s / CPUs |"
+                  if has_server else ""))
+        self.p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+               + (" ---: | ---: |" if has_server else ""))
         for tool, rs in rows.items():
             ok = [r for r in rs if r[4] == "0" and r[0] != "-"]
             bad = len(rs) - len(ok)
             if not ok:
-                self.p("| %s | %d | %d | - | - | - | - | - | - |" % (
-                    tool, len(rs), bad))
+                self.p("| %s | %d | %d | - | - | - | - | - | - |%s" % (
+                    tool, len(rs), bad, " - | - |" if has_server else ""))
                 continue
             el = statistics.median(float(r[0]) for r in ok)
             us = statistics.median(float(r[1]) for r in ok)
@@ -210,10 +219,22 @@ class Report:
             rss = statistics.median(int(r[3]) for r in ok) / 1024
             gib = size / GIB if size else 0
             data_gib = gib * pct / 100
-            self.p("| %s | %d | %d | %s | %s | %s | %s | %s | %.0f |" % (
+            extra = ""
+            if has_server:
+                srv = statistics.median(float(r[5]) for r in ok)
+                both = statistics.median(
+                    float(r[1]) + float(r[2]) + float(r[5]) for r in ok)
+                extra = " %s | %s |" % (
+                    fmt_s(srv), fmt_s(both / nproc) if nproc else "-")
+            self.p("| %s | %d | %d | %s | %s | %s | %s | %s | %.0f |%s" % (
                 tool, len(rs), bad, fmt_s(el), fmt_s(us), fmt_s(sy),
                 ("%.3f" % (cpu / gib)) if gib else "-",
-                ("%.3f" % (cpu / data_gib)) if data_gib else "-", rss))
+                ("%.3f" % (cpu / data_gib)) if data_gib else "-", rss, extra))
+        if has_server:
+            self.p()
+            self.p("Copier and server share the %s CPUs, so the last column "
+                   "is the least wall time the two could take together."
+                   % (nproc or "machine's"))
         self.p()
         self.notes(notes)
         self.commands(name)
