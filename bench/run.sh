@@ -36,7 +36,7 @@ if [ "$quick" = 1 ]; then
   d_w1=1G d_w2=256M d_w3=64M d_w4=256M d_w5=256M d_w6=64G d_w7=256M d_w8=256M
   d_s2=128M d_s3=32M
 else
-  d_runs=3 d_warm=1 d_cpu=3 d_timeout=600
+  d_runs=5 d_warm=1 d_cpu=3 d_timeout=600
   d_w1=32G d_w2=8G d_w3=2G d_w4=8G d_w5=4G d_w6=1T d_w7=8G d_w8=8G
   d_s2=4G d_s3=2G
 fi
