@@ -65,6 +65,7 @@ struct worker {
   struct job *job;
   struct io_uring ring;
   bool ring_ready;
+  bool ring_disabled; /* until the thread enables it (ring_init) */
   bool buffers_registered;
   bool stall_noted; /* its oldest request, once the job was aborted */
   struct lane **lanes;
@@ -207,6 +208,16 @@ worker_run (void *arg)
   struct worker *w = arg;
   struct job *job = w->job;
 
+  if (w->ring_disabled) {
+    int r = ring_enable (&w->ring);
+    if (r < 0) {
+      /* Nothing was issued: the other workers stop, and this one's
+         lanes are left unfinished, which a failed job may do. */
+      job_fail (job, "worker", "io_uring enable", 0, 0, strerror (-r));
+      goto out;
+    }
+    w->ring_disabled = false;
+  }
   for (;;) {
     bool all_done = true, hash_wait = false;
     int64_t wake_at = 0;
@@ -243,6 +254,7 @@ worker_run (void *arg)
       worker_note_stall (w);
   }
 
+out:
   pthread_mutex_lock (&job->lock);
   job->workers_running--;
   pthread_cond_signal (&job->workers_changed);
@@ -429,12 +441,16 @@ engine_setup (struct engine *e, const struct settings *set)
        that submit their requests to the ring. */
     entries = MAX (64u, 4 * w->nlanes * (set->requests + 2));
     entries = MIN (entries, 4096u);
-    r = io_uring_queue_init (entries, &w->ring, 0);
+    r = ring_init (&w->ring, entries, &w->ring_disabled);
     if (r < 0) {
       error_set ("io_uring_queue_init: %s", strerror (-r));
       return -1;
     }
     w->ring_ready = true;
+    if (wi == 0)
+      note (set->verbose, "io_uring: %s",
+            w->ring_disabled ? "one issuer, deferred task work"
+                             : "task work by interrupt (an older kernel)");
     if (worker_attach (w) == -1)
       return -1;
   }

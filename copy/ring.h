@@ -2,11 +2,20 @@
 #ifndef NBDCP_RING_H
 #define NBDCP_RING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <liburing.h>
 
 #include "endpoint.h"
+
+/* Create a worker's ring of ENTRIES.  *DISABLED says whether it was
+ * made for one thread and must be enabled by that thread with
+ * ring_enable before anything is submitted (ring.c says why).  Both
+ * return 0 or a negative errno.
+ */
+int ring_init (struct io_uring *ring, unsigned entries, bool *disabled);
+int ring_enable (struct io_uring *ring);
 
 /* A free SQE, submitting what is queued first if the ring is full. */
 static inline struct io_uring_sqe *
