@@ -100,10 +100,12 @@ print_help (void)
           "Options:\n"
           "  -C, --connections=N      connections per side (default 4, at "
           "most 64\n"
-          "                           used)\n"
+          "                           used, and no more than the threads)\n"
           "  -T, --threads=N          worker threads (default or 0: online "
-          "CPUs,\n"
-          "                           at most the number of connections)\n"
+          "CPUs);\n"
+          "                           connections and threads are both "
+          "cut to\n"
+          "                           the smaller number, as in nbdcopy\n"
           "  -R, --requests=N         requests in flight per connection "
           "(default: up\n"
           "                           to 16, fewer while that is faster)\n"
@@ -603,7 +605,11 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     long n = sysconf (_SC_NPROCESSORS_ONLN);
     opts->threads = n > 0 ? n : 1;
   }
+  /* As in nbdcopy, threads and connections are cut to the smaller of
+     the two: a worker per connection.  On two CPUs that makes two
+     connections, which is also the faster (docs/performance.md). */
   opts->threads = MIN (opts->threads, opts->connections);
+  opts->connections = opts->threads;
   return 0;
 }
 

@@ -275,6 +275,10 @@ mutation no-hole-lookahead copy/lane.c \
 '  l->in_hole = list->len > 0 && list->v[list->len - 1].zero' \
 '  l->in_hole = false && list->len > 0 && list->v[list->len - 1].zero'
 
+mutation connections-not-cut-to-threads copy/options.c \
+'  opts->connections = opts->threads;' \
+'  (void) 0;'
+
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
 ' \

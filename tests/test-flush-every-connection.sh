@@ -81,13 +81,13 @@ copy ()
 }
 
 # Four connections to a server advertising multi-conn.
-copy c4 1G - -C 4
+copy c4 1G - -C 4 -T 4
 check_flushes "$tmp/c4.log" 4 || fail "-C 4: not one flush per connection"
 
 # The same without multi-conn: nbdcp still uses four connections, so it
 # must still flush each of them (the log filter is outermost, so it
 # sees the client's flushes before multi-conn filters anything).
-copy nomc 1G disable -C 4
+copy nomc 1G disable -C 4 -T 4
 grep -q 'destination.*multi-conn not advertised' "$tmp/nomc.nbdcp" ||
   fail "the multi-conn filter did not hide multi-conn"
 check_flushes "$tmp/nomc.log" 4 ||
@@ -95,12 +95,12 @@ check_flushes "$tmp/nomc.log" 4 ||
 
 # A disk smaller than one segment: one lane could use only one of four
 # connections, so only one is opened, and flushed.
-copy small 4M disable -C 4
+copy small 4M disable -C 4 -T 4
 check_flushes "$tmp/small.log" 1 ||
   fail "-C 4, small disk: not one connection, flushed once"
 # Two segments: two connections, each flushed, one of them after
 # writing nothing if one lane took both segments.
-copy two 129M disable -C 4
+copy two 129M disable -C 4 -T 4
 check_flushes "$tmp/two.log" 2 ||
   fail "-C 4, two segments: not one flush per connection"
 

@@ -37,7 +37,7 @@ n=$(lanes "$tmp/v1")
 # An open-file limit that 64 connections per side would exceed.
 start_nbdkit dst2 memory size=256M
 dst=$(uri_of "$tmp/dst2.sock")
-(ulimit -n 80 && run_nbdcp -v -C 64 "$src" "$dst") 2>"$tmp/v2" ||
+(ulimit -n 80 && run_nbdcp -v -C 64 -T 64 "$src" "$dst") 2>"$tmp/v2" ||
   { grep '^nbdcp' "$tmp/v2"; fail "-C 64 with ulimit -n 80 failed"; }
 compare "ulimit -n 80"
 grep -q '^nbdcp: -C 64 lowered to 16 connections per side to fit the open file limit (ulimit -n 80)' "$tmp/v2" ||

@@ -17,7 +17,7 @@ start_nbdkit dst --filter=delay memory size=512M wdelay=50ms
 src=$(uri_of "$tmp/src.sock")
 dst=$(uri_of "$tmp/dst.sock")
 
-/usr/bin/time -f '%M' -o "$tmp/rss" timeout 120 "$NBDCP" -C 4 -T 2 -R 64 \
+/usr/bin/time -f '%M' -o "$tmp/rss" timeout 120 "$NBDCP" -C 4 -T 4 -R 64 \
   --request-size=4M "$src" "$dst" || fail "the copy failed"
 "$QEMU_IMG" compare -q -f raw -F raw "$src" "$dst" ||
   fail "the destination differs from the source"
@@ -29,7 +29,7 @@ echo "peak RSS ${rss_kb} KiB"
   fail "peak RSS ${rss_kb} KiB: buffer memory is not bounded"
 
 # An explicit --queue-size is capped at 1 GiB over all lanes (-v says so).
-run_nbdcp -v -C 4 --queue-size=1G "$src" "$dst" 2>"$tmp/v" ||
+run_nbdcp -v -C 4 -T 4 --queue-size=1G "$src" "$dst" 2>"$tmp/v" ||
   { cat "$tmp/v"; fail "the copy with --queue-size=1G failed"; }
 grep -q 'queue size lowered from 1073741824 to 268435456 bytes per connection' "$tmp/v" ||
   { cat "$tmp/v"; fail "the total buffer memory was not capped"; }

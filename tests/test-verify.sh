@@ -30,7 +30,7 @@ src=$(uri_of "$tmp/src.sock")
 # per segment), and holes are found by block status rather than read.
 truncate -s $size "$tmp/q.img"
 start_qemu_nbd q -f raw -e 4 -t "$tmp/q.img"
-run_nbdcp -v --verify "$src" "$(uri_of "$tmp/q.sock")" 2>"$tmp/v.err" ||
+run_nbdcp -v -T 4 --verify "$src" "$(uri_of "$tmp/q.sock")" 2>"$tmp/v.err" ||
   { cat "$tmp/v.err" >&2; fail "verify onto qemu-nbd failed"; }
 grep -q -- "--verify: reading back $size bytes of .* on 3 connections" \
   "$tmp/v.err" || { cat "$tmp/v.err" >&2; fail "not read back on 3 lanes"; }
