@@ -174,7 +174,7 @@ grep -q 'bitmap b0: .* the smallest run is 64.0 KiB, and every boundary a multip
 
 # Several connections, each with the bitmap; and -p counting only the
 # dirty bytes as the work: "100% X of X" with X the dirty size.
-incremental multi "$src" "$tmp/full.raw" b0 -C 4 -p
+incremental multi "$src" "$tmp/full.raw" b0 -C 4 -T 4 -p
 python3 - "$tmp/multi.err" "$dirty" <<'PY' || fail "-p: $(cat "$tmp/multi.err")"
 import re, sys
 lines = [l for l in open(sys.argv[1]) if re.match(r" *\d+% ", l)]

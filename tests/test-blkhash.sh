@@ -72,7 +72,7 @@ i=0
 for spec in md5 sha1/512 sha256/4K sha512/1M sha256/2M sha1/64K md5/128K; do
   want=$(python3 "$ref" "$spec" "$tmp/sr.raw")
   expect "$spec to null:" "$want" \
-    "$(run_nbdcp -C 4 --blkhash="$spec" "$sr" null:)"
+    "$(run_nbdcp -C 4 -T 4 --blkhash="$spec" "$sr" null:)"
   i=$((i + 1))
   start_nbdkit "m$i" memory $size
   dst=$(uri_of "$tmp/m$i.sock")
@@ -99,13 +99,13 @@ start_nbdkit sr7 sparse-random $size seed=11 percent=5
 "$QEMU_IMG" convert -f raw -O raw "$(uri_of "$tmp/sr7.sock")" "$tmp/sr7.raw"
 truncate -s $size "$tmp/sr7.raw"
 expect "sha512/512, few slots" "$(python3 "$ref" sha512/512 "$tmp/sr7.raw")" \
-  "$(run_nbdcp -C 4 --blkhash=sha512/512 "$(uri_of "$tmp/sr7.sock")" null:)"
+  "$(run_nbdcp -C 4 -T 4 --blkhash=sha512/512 "$(uri_of "$tmp/sr7.sock")" null:)"
 rm -f "$tmp/sr7.raw"
 
 # The same source from a file, from stdin (a stream: its size is known
 # only at the end) and into a stream.
 want=$(python3 "$ref" sha256 "$tmp/sr.raw")
-expect "file source" "$want" "$(run_nbdcp --blkhash -C 2 "$tmp/sr.raw" null:)"
+expect "file source" "$want" "$(run_nbdcp --blkhash -C 2 -T 2 "$tmp/sr.raw" null:)"
 expect "stdin source" "$want" "$(run_nbdcp --blkhash - null: <"$tmp/sr.raw")"
 run_nbdcp --blkhash-file="$tmp/stream.sum" "$sr" - >"$tmp/stream.out"
 cmp "$tmp/sr.raw" "$tmp/stream.out" || fail "stream destination: differs"
@@ -141,7 +141,7 @@ expect "zero extents, sha512/512" "$(python3 "$ref" sha512/512 "$tmp/zero.raw")"
 # disk (16M blocks) through 4 lanes stays under the buffer pools
 # (4 x 16 MiB) + 32 MiB.  Its value: all 64K blocks are zero blocks.
 start_nbdkit tib memory 1T
-/usr/bin/time -f '%M' -o "$tmp/rss" timeout 120 "$NBDCP" -C 4 --blkhash \
+/usr/bin/time -f '%M' -o "$tmp/rss" timeout 120 "$NBDCP" -C 4 -T 4 --blkhash \
   "$(uri_of "$tmp/tib.sock")" null: >"$tmp/tib.sum"
 want=$(python3 -c '
 import hashlib, struct

@@ -135,7 +135,7 @@ for mode in sync multi; do
     start_qemu_nbd "q$mode" -e 4 --image-opts \
       driver=compress,file.driver=qcow2,file.file.driver=file,file.file.filename="$img"
     qemu_pid=${_pids[-1]}
-    run_nbdcp -C 4 -S 512 "$(uri_of "$tmp/q$mode-src.sock")" \
+    run_nbdcp -C 4 -T 4 -S 512 "$(uri_of "$tmp/q$mode-src.sock")" \
       "$(uri_of "$tmp/q$mode.sock")" ||
       fail "compressed qcow2, $mode: nbdcp failed"
     # qemu-img opens the image itself: qemu-nbd must have closed it

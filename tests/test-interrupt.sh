@@ -68,7 +68,7 @@ start_nbdkit dst memory size=$size
 src=$(uri_of "$tmp/src.sock")
 dst=$(uri_of "$tmp/dst.sock")
 interrupt INT 130 -C 1 -R 1 "$src" "$dst"
-interrupt TERM 143 -C 4 -R 1 "$src" "$dst"
+interrupt TERM 143 -C 4 -T 4 -R 1 "$src" "$dst"
 interrupt HUP 129 -C 1 -R 1 "$src" "$dst"
 
 # fresh_psrc: a new pattern source in $psrc.  nbdkit 1.32 may abort
@@ -89,7 +89,7 @@ fresh_psrc
 slowdst=$(uri_of "$tmp/slowdst.sock")
 interrupt TERM 143 -C 1 -R 1 "$psrc" "$slowdst"
 fresh_psrc
-interrupt INT 130 -C 2 -R 2 "$psrc" "$slowdst"
+interrupt INT 130 -C 2 -T 2 -R 2 "$psrc" "$slowdst"
 
 # Both servers still work: full copies to and from them succeed (at full
 # parallelism the delays cost under a few seconds) and complete the

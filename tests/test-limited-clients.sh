@@ -16,7 +16,7 @@ requires "$QEMU_IMG"
 start_nbdkit src -r --filter=limit sparse-random size=600M seed=17 limit=1
 start_nbdkit dst --filter=limit memory size=600M limit=2
 src=$(uri_of "$tmp/src.sock")
-run_nbdcp -v -C 4 "$src" "$(uri_of "$tmp/dst.sock")" 2>"$tmp/v1"
+run_nbdcp -v -C 4 -T 4 "$src" "$(uri_of "$tmp/dst.sock")" 2>"$tmp/v1"
 grep -q 'connection .* failed\|dropped' "$tmp/v1" ||
   fail "-v did not report the refused connections"
 grep -q 'copying .*: 1 lane' "$tmp/v1" || fail "expected one lane"
@@ -30,7 +30,7 @@ start_qemu_nbd q -f raw "$tmp/disk.raw"
 # (From a source that takes four clients: nbdcp opens no more
 # destination connections than the source gave it.)
 start_nbdkit src4 -r sparse-random size=600M seed=17
-run_nbdcp -v -C 4 "$(uri_of "$tmp/src4.sock")" "$(uri_of "$tmp/q.sock")" \
+run_nbdcp -v -C 4 -T 4 "$(uri_of "$tmp/src4.sock")" "$(uri_of "$tmp/q.sock")" \
   2>"$tmp/v2"
 grep -q 'dropped' "$tmp/v2" || fail "-v did not report dropped connections"
 wait "${_pids[-2]}" || :
@@ -69,7 +69,7 @@ grep -q 'got no greeting.*dropped' "$tmp/v3" ||
 if "$NBDKIT" --filter=multi-conn null --dump-plugin >/dev/null 2>&1; then
   start_nbdkit nomc -r --filter=multi-conn sparse-random size=512M seed=3 \
     percent=5 multi-conn-mode=disable
-  run_nbdcp -v -C 4 "$(uri_of "$tmp/nomc.sock")" "$tmp/nomc.raw" 2>"$tmp/v4"
+  run_nbdcp -v -C 4 -T 4 "$(uri_of "$tmp/nomc.sock")" "$tmp/nomc.raw" 2>"$tmp/v4"
   grep -q 'source .*multi-conn not advertised' "$tmp/v4" ||
     { cat "$tmp/v4"; fail "the multi-conn filter did not hide multi-conn"; }
   grep -Eq '^nbdcp: source .*, [234] connections,' "$tmp/v4" ||

@@ -28,7 +28,7 @@ count ()
   wait_for_socket "$tmp/dst.sock"
   timeout 300 "${VALGRIND:-valgrind}" -q --error-exitcode=99 \
     --xtree-memory=full --xtree-memory-file="$xt" \
-    "$NBDCP" -C 2 "$(uri_of "$tmp/src.sock")" "$(uri_of "$tmp/dst.sock")" ||
+    "$NBDCP" -C 2 -T 2 "$(uri_of "$tmp/src.sock")" "$(uri_of "$tmp/dst.sock")" ||
     fail "copy of $size under valgrind failed"
   stop_servers
   # Columns: curB curBk totB totBk ...; totBk is the number of blocks.

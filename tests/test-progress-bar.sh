@@ -13,14 +13,14 @@ start_nbdkit src -r --filter=delay sparse-random size=256M percent=100 \
 src=$(uri_of "$tmp/src.sock")
 
 # Under a pseudo-terminal (script gives the command one).
-script -qfec "$NBDCP -p -C 2 -R 2 '$src' null:" "$tmp/typescript" \
+script -qfec "$NBDCP -p -C 2 -T 2 -R 2 '$src' null:" "$tmp/typescript" \
   </dev/null >/dev/null
 grep -q $'\r' "$tmp/typescript" || fail "no redraw (carriage return) on a terminal"
 grep -q '100% 256.0 MiB of 256.0 MiB' "$tmp/typescript" ||
   fail "the bar did not reach 100%"
 
 # Not a terminal: plain lines only.
-run_nbdcp -p -C 2 -R 2 "$src" null: 2>"$tmp/plain"
+run_nbdcp -p -C 2 -T 2 -R 2 "$src" null: 2>"$tmp/plain"
 grep -q '^100% 256.0 MiB of 256.0 MiB' "$tmp/plain" ||
   fail "no final 100% line without a terminal"
 if grep -q $'\r\|\033' "$tmp/plain"; then

@@ -31,7 +31,7 @@ start_nbdkit src -r --filter=delay "${sr[@]}" rdelay=20ms
 start_nbdkit ref -r "${sr[@]}"
 ref=$(uri_of "$tmp/ref.sock")
 start_nbdkit dst memory size=256M
-run_nbdcp --progress=3 -C 2 -R 2 "$(uri_of "$tmp/src.sock")" \
+run_nbdcp --progress=3 -C 2 -T 2 -R 2 "$(uri_of "$tmp/src.sock")" \
   "$(uri_of "$tmp/dst.sock")" 3>"$tmp/p1"
 check_progress "$tmp/p1" "nbd -> nbd"
 [ "$(wc -l <"$tmp/p1")" -ge 3 ] || fail "nbd -> nbd: expected several lines"

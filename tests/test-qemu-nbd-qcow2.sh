@@ -21,7 +21,7 @@ qemu-io -f raw -c 'write -P 0x11 0 3M' -c 'write -P 0 3M 1M' \
 
 start_qemu_nbd src -f raw -r "$raw"
 start_qemu_nbd dst -f qcow2 "$qcow"
-run_nbdcp -C 4 "$(uri_of "$tmp/src.sock")" "$(uri_of "$tmp/dst.sock")"
+run_nbdcp -C 4 -T 4 "$(uri_of "$tmp/src.sock")" "$(uri_of "$tmp/dst.sock")"
 
 # Stop the servers so the images are closed before comparing.
 stop_servers

@@ -36,7 +36,7 @@ segments_done ()
 # 1. Interrupted once more than half the segments are done (each lane
 # flushes after every segment with --checkpoint=128M).
 r=0
-timeout 120 "$NBDCP" -C 2 --resume="$j" --checkpoint=128M "$src" "$dst" \
+timeout 120 "$NBDCP" -C 2 -T 2 --resume="$j" --checkpoint=128M "$src" "$dst" \
   2>"$tmp/err1" &
 copy=$!
 for i in $(seq 1 600); do
@@ -64,7 +64,7 @@ start_nbdkit src --filter=rate sparse-random $size seed=11 percent=40 \
 # 2. The same command again finishes the copy, reading and writing only
 # the segments that were not done.
 : >"$tmp/dst.log"
-run_nbdcp -C 2 --resume="$j" --checkpoint=128M --stats=json "$src" "$dst" \
+run_nbdcp -C 2 -T 2 --resume="$j" --checkpoint=128M --stats=json "$src" "$dst" \
   2>"$tmp/err2" || { cat "$tmp/err2" >&2; fail "resumed run failed"; }
 [ ! -e "$j" ] || fail "the journal was not removed after success"
 check_same "$plain" "$tmp/dst.img" "resumed copy"

@@ -24,7 +24,7 @@ expect_fail '^nbdcp: source read at offset [0-9]+ length [0-9]+ failed: Input/ou
 start_nbdkit someread -r --filter=error sparse-random size=$src_size seed=7 percent=50 \
   error-pread=EIO error-pread-rate=5%
 expect_fail 'source read at offset [0-9]+ length [0-9]+ failed' \
-  "$NBDCP" -C 4 "$(uri_of "$tmp/someread.sock")" "$dst"
+  "$NBDCP" -C 4 -T 4 "$(uri_of "$tmp/someread.sock")" "$dst"
 
 # Block status fails.
 start_nbdkit badextents -r --filter=error sparse-random size=$src_size \
@@ -65,7 +65,7 @@ start_nbdkit midway -r --filter=error --filter=delay sparse-random \
   size=1G percent=100 seed=7 rdelay=100ms \
   error-pread=EIO error-pread-rate=100% error-pread-file="$tmp/inject"
 start_nbdkit bigdst memory size=1G
-timeout 60 "$NBDCP" -C 4 "$(uri_of "$tmp/midway.sock")" \
+timeout 60 "$NBDCP" -C 4 -T 4 "$(uri_of "$tmp/midway.sock")" \
   "$(uri_of "$tmp/bigdst.sock")" 2>"$tmp/midway.err" &
 copier=$!
 sleep 0.5

@@ -38,7 +38,7 @@ copy $((300 * 1024 * 1024 + 12345))
 copy 777777
 copy 1
 copy 1G -C 1
-copy 1G -C 4
+copy 1G -C 4 -T 4
 copy 1G -C 8 -T 3
 copy 1G -T 1
 copy 300M --requests 1

@@ -37,10 +37,10 @@ settings=(
   "4M --synchronous --request-size=512"
   "4M -R 1 -C 1 --request-size=512"
   "4M -R 4 --request-size=512"
-  "4M -R 2 -C 3 --request-size=512"
-  "8M -R 1 -C 2 --request-size=4096"
-  "8M -R 2 -C 2 --request-size=4096"
-  "8M -R 4 -C 4 --request-size=4096"
+  "4M -R 2 -C 3 -T 3 --request-size=512"
+  "8M -R 1 -C 2 -T 2 --request-size=4096"
+  "8M -R 2 -C 2 -T 2 --request-size=4096"
+  "8M -R 4 -C 4 -T 4 --request-size=4096"
 )
 
 seed0=$RANDOM

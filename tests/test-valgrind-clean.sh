@@ -20,7 +20,7 @@ vg ()
 start_nbdkit src -r sparse-random size=256M seed=11 percent=20
 start_nbdkit dst memory size=256M
 src=$(uri_of "$tmp/src.sock")
-vg -C 2 "$src" "$(uri_of "$tmp/dst.sock")"
+vg -C 2 -T 2 "$src" "$(uri_of "$tmp/dst.sock")"
 check_same "$src" "$(uri_of "$tmp/dst.sock")" "NBD -> NBD under valgrind"
 vg "$src" "$tmp/a.raw"
 check_same "$src" "$tmp/a.raw" "NBD -> file under valgrind"
