@@ -58,7 +58,8 @@
 #define EXTRA_GREETING_WAIT_MAX_MS 50
 /* Longest a handshake poll sleeps before looking at interrupt_signal. */
 #define SIGNAL_CHECK_MS 100
-/* The least send buffer asked of a Unix socket: one default request. */
+/* The least send buffer asked of a Unix socket: two default requests
+   (which is where the 1 MiB default of an earlier version left it). */
 #define SEND_BUFFER_MIN (1024 * 1024)
 
 struct socket_poll {

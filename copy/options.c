@@ -108,10 +108,10 @@ print_help (void)
           "                           the smaller number, as in nbdcopy\n"
           "  -R, --requests=N         requests in flight per connection "
           "(default: up\n"
-          "                           to 16, fewer while that is faster)\n"
+          "                           to 32, fewer while that is faster)\n"
           "      --request-size=N     bytes per request, a power of 2 from "
           "512\n"
-          "                           to 32M (default 1M, 256K over TCP, or\n"
+          "                           to 32M (default 512K, 256K over TCP, or\n"
           "                           the servers' preferred block size if\n"
           "                           larger)\n"
           "      --queue-size=N       bytes in flight per connection\n"
@@ -406,8 +406,8 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
   *opts = (struct options){
     .connections = 4,
     .threads = 0,
-    .requests = 16,
-    .request_size = 1024 * 1024,
+    .requests = 32,
+    .request_size = 512 * 1024,
     .queue_size = 0,
     .sparse_size = -1,
     .extents = true,

@@ -12,16 +12,16 @@
 #include "settings.h"
 
 /* The request size when --request-size is not given and an endpoint
-   is reached over TCP: a quarter of the default did best on TCP
-   loopback (all-data 2G copy onto itself: 1.32-1.55 s at 256K, 1.49 s
-   at 512K, 1.95-2.08 s at 1M, 1.62 s at 128K; nbdcopy, whose default
-   it is, 1.51-1.78 s), while Unix sockets do best at 1M
+   is reached over TCP: it did best on TCP loopback (all-data 2G copy
+   onto itself, four connections: 1.32-1.55 s at 256K, 1.49 s at 512K,
+   1.95-2.08 s at 1M, 1.62 s at 128K; nbdcopy, whose default it is,
+   1.51-1.78 s), while Unix sockets do best at the default, 512K
    (docs/performance.md). */
 #define TCP_REQUEST_SIZE (256 * 1024)
 /* The zero-detection block when -S is not given. */
 #define DEFAULT_SPARSE_SIZE 4096
 /* Bytes in flight per lane when --queue-size is not given: nbdcopy's
-   default, which -R x --request-size (16 x 1 MiB) also gives. */
+   default, which -R x --request-size (32 x 512 KiB) also gives. */
 #define DEFAULT_QUEUE_SIZE ((uint64_t) 16 * 1024 * 1024)
 /* The most buffer memory a copy may have, over all lanes.  A lane
    always gets one request's worth, whatever this says. */

@@ -95,7 +95,7 @@ start_nbdkit pref-src --filter=blocksize-policy sparse-random size=64M \
 start_nbdkit pref-dst --filter=log memory size=64M logfile="$tmp/pref.log"
 run_nbdcp -v "$(uri_of "$tmp/pref-src.sock")" "$(uri_of "$tmp/pref-dst.sock")" \
   2>"$tmp/pref.err" || { cat "$tmp/pref.err"; fail "preferred: nbdcp failed"; }
-grep -q 'request size raised from 1048576 to 4194304' "$tmp/pref.err" ||
+grep -q 'request size raised from 524288 to 4194304' "$tmp/pref.err" ||
   { cat "$tmp/pref.err"; fail "preferred: the request size was not raised"; }
 "$QEMU_IMG" compare -q -f raw -F raw "$(uri_of "$tmp/pref-src.sock")" \
   "$(uri_of "$tmp/pref-dst.sock")" || fail "preferred: the copy differs"

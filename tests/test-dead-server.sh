@@ -46,7 +46,8 @@ kill_mid_copy ()
 }
 
 # A healthy memory destination, and a source whose reads take 1 s each
-# (4 connections x 16 requests x 1 MiB per second: 8 s for the disk).
+# (at most 4 connections x 32 requests x 512 KiB per second: 8 s or more
+# for the disk).
 start_nbdkit dst memory size=$size
 dst=$(uri_of "$tmp/dst.sock")
 n=0

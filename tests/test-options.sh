@@ -65,7 +65,7 @@ head -c $((3 * 1024 * 1024 + 5)) /dev/urandom >"$tmp/in"
 "$NBDCP" -v -T 0 --queue-size=0 "$tmp/in" "$tmp/copy" 2>"$tmp/v" ||
   { cat "$tmp/v"; fail "-T 0 --queue-size=0 was refused or failed"; }
 cmp "$tmp/in" "$tmp/copy" || fail "-T 0 --queue-size=0: the copy differs"
-grep -Eq '^nbdcp: copying .* on [1-9][0-9]* threads?, 16 requests of 1048576 bytes, queue 16777216 bytes' "$tmp/v" ||
+grep -Eq '^nbdcp: copying .* on [1-9][0-9]* threads?, 32 requests of 524288 bytes, queue 16777216 bytes' "$tmp/v" ||
   { grep '^nbdcp' "$tmp/v"; fail "-T 0 --queue-size=0: not the defaults"; }
 
 # Found by fuzzing (fuzz/run.sh): a subprocess source and nothing after.
