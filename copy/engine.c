@@ -3,8 +3,10 @@
  * The disk is cut into SEGMENT_SIZE segments, taken on demand from a
  * shared counter.  Copying happens in lanes: a lane is one source
  * connection paired with one destination connection, with its own
- * buffer pool and its own list of extents.  Worker threads own one or
- * more lanes each, and one io_uring that is their only wait point.
+ * buffer pool and its own list of extents.  Worker threads own lanes
+ * and one io_uring that is their only wait point.  Since threads and
+ * connections are cut to the same number (options.c, as nbdcopy does)
+ * each worker has one lane, but nothing here depends on that.
  *
  * A lane works through its current segment in order:
  *   extents -> zero extents become zero requests on the destination
