@@ -58,7 +58,6 @@ struct op_io *op_io (struct op *op);
 
 struct endpoint_caps {
   bool stream; /* sequential only: stdin, stdout, pipes */
-  bool tcp;    /* NBD over TCP (smaller requests do better there) */
   bool read_only;
   bool can_zero; /* has an efficient zero operation */
   bool can_flush;

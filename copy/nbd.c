@@ -330,17 +330,6 @@ enlarge_send_buffer (int fd, uint32_t request_size)
   return got;
 }
 
-/* Whether FD is a TCP socket (IPv4 or IPv6). */
-static bool
-is_tcp (int fd)
-{
-  struct sockaddr_storage addr;
-  socklen_t addr_len = sizeof addr;
-
-  return getsockname (fd, (struct sockaddr *) &addr, &addr_len) == 0
-         && (addr.ss_family == AF_INET || addr.ss_family == AF_INET6);
-}
-
 static void
 read_caps (struct endpoint *ep, struct nbd_handle *h)
 {
@@ -358,7 +347,6 @@ read_caps (struct endpoint *ep, struct nbd_handle *h)
     .min_block = minimum > 0 ? minimum : 1,
     .preferred_block = preferred > 0 ? preferred : 0,
     .max_request = maximum > 0 ? maximum : 0,
-    .tcp = is_tcp (nbd_aio_get_fd (h)),
   };
 }
 

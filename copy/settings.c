@@ -11,13 +11,6 @@
 #include "minmax.h"
 #include "settings.h"
 
-/* The request size when --request-size is not given and an endpoint
-   is reached over TCP: it did best on TCP loopback (all-data 2G copy
-   onto itself, four connections: 1.32-1.55 s at 256K, 1.49 s at 512K,
-   1.95-2.08 s at 1M, 1.62 s at 128K; nbdcopy, whose default it is,
-   1.51-1.78 s), while Unix sockets do best at the default, 512K
-   (docs/performance.md). */
-#define TCP_REQUEST_SIZE (256 * 1024)
 /* The zero-detection block when -S is not given. */
 #define DEFAULT_SPARSE_SIZE 4096
 /* Bytes in flight per lane when --queue-size is not given: nbdcopy's
@@ -64,13 +57,6 @@ settle_request_size (struct settings *s, const struct options *opts,
     return -1;
   }
   s->request_size = opts->request_size;
-  if (!opts->request_size_set && (src->caps.tcp || dst->caps.tcp)
-      && s->request_size > TCP_REQUEST_SIZE) {
-    note (s->verbose,
-          "request size %" PRIu32 " (over TCP; --request-size to change)",
-          (uint32_t) TCP_REQUEST_SIZE);
-    s->request_size = TCP_REQUEST_SIZE;
-  }
   if (opts->request_size_set && s->request_size < s->block) {
     error_set ("--request-size %" PRIu32 " is smaller than the %s's minimum "
                "block size, %" PRIu32 " bytes",
