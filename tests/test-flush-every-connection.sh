@@ -9,7 +9,8 @@ requires_nbdkit_filter multi-conn
 requires "$QEMU_IMG"
 
 # check_flushes LOG CONNECTIONS: the destination saw CONNECTIONS
-# connections, and each sent exactly one Flush, which succeeded, was
+# connections (a number, or a range MIN-MAX), and each sent exactly one
+# Flush, which succeeded, was
 # sent when none of that connection's writes, zeroes or trims were in
 # flight any more, and was followed by no more of them.  (Without
 # multi-conn a flush only covers its own connection's writes, so this
@@ -39,7 +40,9 @@ check_flushes ()
       print "connection " c ": Flush failed: " $0; bad = 1
     }
     END {
-      if (nconn != want) {
+      n = split(want, r, "-")
+      lo = r[1]; hi = n > 1 ? r[2] : r[1]
+      if (nconn < lo + 0 || nconn > hi + 0) {
         print "expected " want " connections, saw " nconn + 0; bad = 1
       }
       for (c in conns)
@@ -84,13 +87,36 @@ copy ()
 copy c4 1G - -C 4 -T 4
 check_flushes "$tmp/c4.log" 4 || fail "-C 4: not one flush per connection"
 
-# The same without multi-conn: nbdcp still uses four connections, so it
-# must still flush each of them (the log filter is outermost, so it
-# sees the client's flushes before multi-conn filters anything).
-copy nomc 1G disable -C 4 -T 4
+# copy_with_extras NAME MIN SIZE MULTI-CONN NBDCP-OPTIONS...: copy as
+# copy does, again (up to three times in all) while the destination saw
+# fewer than MIN connections.  Without multi-conn, nbdcp drops extra
+# connections that have not had the server's greeting a few
+# milliseconds after the first connection's handshake (a server that
+# serves one client at a time would leave them waiting forever;
+# docs/design.md).  Under a slow build (ThreadSanitizer) extras are
+# sometimes that late, so fewer connections can be a right answer; the
+# test only means something with at least MIN of them.
+copy_with_extras ()
+{
+  local name=$1 min=$2 try
+  shift 2
+  for try in 1 2 3; do
+    copy "$name$try" "$@"
+    cp "$tmp/$name$try.log" "$tmp/$name.log"
+    cp "$tmp/$name$try.nbdcp" "$tmp/$name.nbdcp"
+    [ "$(grep -c ' Connect ' "$tmp/$name.log" || :)" -lt "$min" ] || return 0
+    echo "$name: fewer than $min connections were opened; again"
+  done
+}
+
+# The same without multi-conn: nbdcp still uses the four connections it
+# could open, so it must still flush each of them (the log filter is
+# outermost, so it sees the client's flushes before multi-conn filters
+# anything).
+copy_with_extras nomc 2 1G disable -C 4 -T 4
 grep -q 'destination.*multi-conn not advertised' "$tmp/nomc.nbdcp" ||
   fail "the multi-conn filter did not hide multi-conn"
-check_flushes "$tmp/nomc.log" 4 ||
+check_flushes "$tmp/nomc.log" 2-4 ||
   fail "-C 4 without multi-conn: not one flush per connection"
 
 # A disk smaller than one segment: one lane could use only one of four
@@ -100,7 +126,7 @@ check_flushes "$tmp/small.log" 1 ||
   fail "-C 4, small disk: not one connection, flushed once"
 # Two segments: two connections, each flushed, one of them after
 # writing nothing if one lane took both segments.
-copy two 129M disable -C 4 -T 4
+copy_with_extras two 2 129M disable -C 4 -T 4
 check_flushes "$tmp/two.log" 2 ||
   fail "-C 4, two segments: not one flush per connection"
 
