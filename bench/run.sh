@@ -160,15 +160,17 @@ run_hyperfine ()
 # harness PLUGIN-ARGS TOOL-CMD: the standard nbdkit harness.
 harness () { echo "$NBDKIT -U - $1 --run '$2'"; }
 
-# compare_tools NAME PLUGIN-ARGS SRC DST SIZE PREPARE: every tool under
-# the nbdkit harness.
+# compare_tools NAME PLUGIN-ARGS SRC DST SIZE [PREPARE [ROW CMD]...]:
+# every tool under the nbdkit harness, then any extra reference rows
+# (a name and a command each), timed in the same rounds.
 compare_tools ()
 {
   local name=$1 plugin=$2 src=$3 dst=$4 size=$5 prepare=${6:-} t cmds=()
+  shift $(($# < 6 ? $# : 6))
   for t in "${avail_tools[@]}"; do
     cmds+=("$t" "$(harness "$plugin" "$(tool_cmd "$t" "$src" "$dst" "$size")")")
   done
-  run_hyperfine "$name" "$prepare" "${cmds[@]}"
+  run_hyperfine "$name" "$prepare" "${cmds[@]}" "$@"
 }
 
 sr () { echo "sparse-random size=$1 seed=$SEED${2:+ $2}"; }
@@ -229,14 +231,30 @@ w4_make_src ()
   sync -f "$d"
 }
 
+# The disk's floor for 4a: dd writing as many bytes as the source has
+# data, in 1 MiB O_DIRECT writes, into the same new file, and fsync.
+# The copies must write those bytes too; no copier can beat this row
+# by much (writes through the page cache can merge a little better).
+w4_disk_floor_cmd ()
+{
+  local out=$1 data
+  data=$(timeout "$TMO" "$NBDKIT" -U - $(sr "$W4_SIZE") --run \
+    "$QEMU_IMG map --output=json -f raw \"\$uri\"" |
+    python3 -c 'import json,sys; print(sum(e["length"] for e in json.load(sys.stdin) if e["data"]))') &&
+    [ -n "$data" ] || return 1
+  echo "dd if=/dev/zero of=$out bs=1M count=$(( (data + 1048575) / 1048576 )) oflag=direct conv=fsync status=none"
+}
+
 w4 ()
 {
-  local b d; b=$(parse_size "$W4_SIZE"); d=$(w4_dir)
+  local b d floor; b=$(parse_size "$W4_SIZE"); d=$(w4_dir)
   write_meta w4a "label=4a. NBD -> file, $W4_SIZE 10% data" "title=4a. NBD -> local file: sparse-random $W4_SIZE (10% data) -> a new file on $bench_scratch_fstype" \
     "size=$b" "data_percent=10" \
-    "note=--prepare removes the file and runs sync -f before every run; the time includes each tool's final flush (nbdcopy --flush, qemu-img -t writeback)"
+    "note=--prepare removes the file and runs sync -f before every run; the time includes each tool's final flush (nbdcopy --flush, qemu-img -t writeback)" \
+    "note=the disk row is the disk's floor: dd writes as many bytes as the source has data (qemu-img map), O_DIRECT, into the same new file, then fsync"
+  floor=$(w4_disk_floor_cmd "$d/out.raw") || bench_die "cannot map the 4a source"
   compare_tools w4a "$(sr "$W4_SIZE")" '"$uri"' "$d/out.raw" "$b" \
-    "rm -f $d/out.raw && sync -f $d"
+    "rm -f $d/out.raw && sync -f $d" disk "$floor"
   rm -f "$d/out.raw"
   w4_make_src
   write_meta w4b "label=4b. file -> NBD, $W4_SIZE 10% data" "title=4b. local file -> NBD: a $W4_SIZE file with holes (10% data) -> sparse-random, same seed (verifies every write)" \
@@ -267,7 +285,7 @@ w5_make_image ()
 
 w5 ()
 {
-  local b d src dst t cmds=() data
+  local b d src dst t cmds=() data prepare
   b=$(parse_size "$W5_SIZE")
   d=$bench_scratch/w5; mkdir -p "$d"
   w5_make_image "$d" "$b"
@@ -280,14 +298,20 @@ w5 ()
   write_meta w5 "label=5. qcow2 -> raw, qemu-nbd, $W5_SIZE" "title=5. qcow2 $W5_SIZE ($((data * 100 / b))% data, scattered extents, zero clusters) on qemu-nbd -> raw on qemu-nbd" \
     "size=$b" "data_percent=$((data * 100 / b))" \
     "note=both qemu-nbd run with -t --shared=8; --prepare empties the raw file (truncate to 0 and back) and runs sync -f" \
-    "note=qemu-nbd 7.2 with --shared=8 advertises multi-conn on both exports, so nbdcopy opens several connections too"
+    "note=qemu-nbd 7.2 with --shared=8 advertises multi-conn on both exports, so nbdcopy opens several connections too" \
+    "note=the disk row is the destination's floor: dd writes as many bytes as the source has data into the emptied raw file through the page cache, as qemu-nbd does, then fdatasync"
   for t in "${avail_tools[@]}"; do
     cmds+=("$t" "$(tool_cmd "$t" "$src" "$dst" "$b")")
   done
-  run_hyperfine w5 "truncate -s 0 $d/dst.raw && truncate -s $b $d/dst.raw && sync -f $d" "${cmds[@]}"
+  cmds+=(disk "dd if=/dev/zero of=$d/dst.raw bs=1M count=$(( (data + 1048575) / 1048576 )) conv=notrunc,fdatasync status=none")
+  prepare="truncate -s 0 $d/dst.raw && truncate -s $b $d/dst.raw && sync -f $d"
+  run_hyperfine w5 "$prepare" "${cmds[@]}"
+  # The last run may have been the disk row's: copy once more to check.
+  sh -c "$prepare" && eval "timeout $TMO $NBDCP_RUN $src $dst" ||
+    bench_log "warning: w5: the checking copy failed"
   stop_server "$dpid"; stop_server "$spid"
   if "$QEMU_IMG" compare -q -f qcow2 -F raw "$d/src.qcow2" "$d/dst.raw"; then
-    echo "note=after the last run, qemu-img compare: the raw destination equals the qcow2 source" >> "$OUT/w5.meta"
+    echo "note=after one more nbdcp copy, qemu-img compare: the raw destination equals the qcow2 source" >> "$OUT/w5.meta"
   else
     echo "note=WARNING: after the last run the destination differs from the source" >> "$OUT/w5.meta"
   fi
