@@ -3,10 +3,10 @@
  * The disk is cut into SEGMENT_SIZE segments, taken on demand from a
  * shared counter.  Copying happens in lanes: a lane is one source
  * connection paired with one destination connection, with its own
- * buffer pool and its own list of extents.  Worker threads own lanes
- * and one io_uring that is their only wait point.  Since threads and
- * connections are cut to the same number (options.c, as nbdcopy does)
- * each worker has one lane, but nothing here depends on that.
+ * buffer pool and its own list of extents.  Each lane has a worker
+ * thread of its own, whose io_uring is its only wait point: threads
+ * and connections are cut to the same number (options.c, as nbdcopy
+ * does), so there is never a lane without a thread to drive it.
  *
  * A lane works through its current segment in order:
  *   extents -> zero extents become zero requests on the destination
@@ -70,9 +70,8 @@ struct worker {
   bool ring_disabled; /* until the thread enables it (ring_init) */
   bool buffers_registered;
   bool stall_noted; /* its oldest request, once the job was aborted */
-  struct lane **lanes;
-  unsigned nlanes;
-  struct op_queue done; /* its lanes' finished requests */
+  struct lane *lane;
+  struct op_queue done; /* its lane's finished requests */
 };
 
 /* Everything engine_run sets up, so that it can be taken down in one
@@ -81,10 +80,8 @@ struct worker {
 struct engine {
   struct job job;
   struct lane *lanes;
-  struct lane **lane_ptrs;
+  struct worker *workers; /* one per lane */
   unsigned nlanes;
-  struct worker *workers;
-  unsigned nworkers;
   unsigned started; /* threads */
   char *zero_buffer;
 };
@@ -107,25 +104,20 @@ static void
 worker_check_timeouts (struct worker *w)
 {
   struct job *job = w->job;
-  int64_t now = now_ms (), limit = job->set->timeout_ms;
+  int64_t limit = job->set->timeout_ms;
+  const struct op *op
+      = w->lane->broken ? NULL : lane_stalled_op (w->lane, now_ms (), limit);
+  char why[64];
 
-  for (unsigned i = 0; i < w->nlanes; i++) {
-    const struct op *op = w->lanes[i]->broken
-                              ? NULL
-                              : lane_stalled_op (w->lanes[i], now, limit);
-    char why[64];
-
-    if (!op)
-      continue;
-    snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
-              limit / 1000.0);
-    if (lane_timed_out (w->lanes[i], op, why))
-      continue; /* --retry: that connection is cut and made again */
-    job_fail_code (job, job_side (job, op->kind), op_what (op->kind),
-                   op->offset, op->length, why, ETIMEDOUT);
-    atomic_store (&job->abort, true);
+  if (!op)
     return;
-  }
+  snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
+            limit / 1000.0);
+  if (lane_timed_out (w->lane, op, why))
+    return; /* --retry: that connection is cut and made again */
+  job_fail_code (job, job_side (job, op->kind), op_what (op->kind), op->offset,
+                 op->length, why, ETIMEDOUT);
+  atomic_store (&job->abort, true);
 }
 
 /* Once the job is aborted, note this worker's longest-waiting request,
@@ -137,28 +129,25 @@ worker_note_stall (struct worker *w)
 {
   struct job *job = w->job;
   int64_t now = now_ms ();
+  const struct op *op = lane_oldest_op (w->lane);
 
   w->stall_noted = true;
-  for (unsigned i = 0; i < w->nlanes; i++) {
-    const struct op *op = lane_oldest_op (w->lanes[i]);
-
-    if (!op)
-      continue;
-    pthread_mutex_lock (&job->lock);
-    if (now - op->sent_ms > job->stalled_ms) {
-      job->stalled_ms = now - op->sent_ms;
-      snprintf (job->stalled_op, sizeof job->stalled_op, "%s %s",
-                job_side (job, op->kind), op_what (op->kind));
-      job->stalled_offset = op->offset;
-      job->stalled_length = op->length;
-    }
-    pthread_mutex_unlock (&job->lock);
+  if (!op)
+    return;
+  pthread_mutex_lock (&job->lock);
+  if (now - op->sent_ms > job->stalled_ms) {
+    job->stalled_ms = now - op->sent_ms;
+    snprintf (job->stalled_op, sizeof job->stalled_op, "%s %s",
+              job_side (job, op->kind), op_what (op->kind));
+    job->stalled_offset = op->offset;
+    job->stalled_length = op->length;
   }
+  pthread_mutex_unlock (&job->lock);
 }
 
-/* HASH_WAIT: a lane waits for another lane to free a --blkhash digest
+/* HASH_WAIT: the lane waits for another lane to free a --blkhash digest
  * slot, which no event on this ring will announce: look again soon.
- * WAKE_AT (0: none): a lane must reconnect at that time (--retry).
+ * WAKE_AT (0: none): the lane must reconnect at that time (--retry).
  */
 static void
 worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
@@ -209,6 +198,7 @@ worker_run (void *arg)
 {
   struct worker *w = arg;
   struct job *job = w->job;
+  struct lane *l = w->lane;
 
   if (w->ring_disabled) {
     int r = ring_enable (&w->ring);
@@ -221,37 +211,26 @@ worker_run (void *arg)
     w->ring_disabled = false;
   }
   for (;;) {
-    bool all_done = true, hash_wait = false;
-    int64_t wake_at = 0;
-
     worker_process_done (w);
-    for (unsigned i = 0; i < w->nlanes; i++) {
-      struct lane *l = w->lanes[i];
-
-      if (l->state == LANE_RETRY_WAIT
-          && (job_stopped (job) || now_ms () >= l->retry_at_ms))
-        lane_retry (l);
-      lane_issue (l);
-      lane_check_finished (l);
-      all_done &= l->state == LANE_DONE;
-      hash_wait |= l->hash_wait && !job_stopped (job);
-      if (l->state == LANE_RETRY_WAIT && (!wake_at || l->retry_at_ms < wake_at))
-        wake_at = l->retry_at_ms;
-    }
+    if (l->state == LANE_RETRY_WAIT
+        && (job_stopped (job) || now_ms () >= l->retry_at_ms))
+      lane_retry (l);
+    lane_issue (l);
+    lane_check_finished (l);
     if (w->done.head)
       continue; /* requests that finished at once */
-    if (all_done)
+    if (l->state == LANE_DONE)
       break;
-    for (unsigned i = 0; i < w->nlanes; i++) {
-      struct lane *l = w->lanes[i];
-      if (l->state == LANE_RETRY_WAIT)
-        continue; /* its connections are broken */
+    /* A lane waiting to reconnect has broken connections: nothing to
+       arm, only the time to wake at. */
+    if (l->state != LANE_RETRY_WAIT) {
       if (job->src->ops->arm)
         job->src->ops->arm (l->src, &w->ring);
       if (job->dst->ops->arm)
         job->dst->ops->arm (l->dst, &w->ring);
     }
-    worker_wait (w, hash_wait, wake_at);
+    worker_wait (w, l->hash_wait && !job_stopped (job),
+                 l->state == LANE_RETRY_WAIT ? l->retry_at_ms : 0);
     if (atomic_load (&job->abort) && !w->stall_noted)
       worker_note_stall (w);
   }
@@ -265,41 +244,29 @@ out:
 }
 
 /* Let endpoints that do their I/O on the ring know the ring, and
- * register the lanes' pools with it as fixed buffers (one per lane) so
- * the kernel maps them once rather than on every request.  If the
- * kernel refuses (memory limits), requests simply go unregistered.
+ * register the lane's pool with it as a fixed buffer so the kernel
+ * maps it once rather than on every request.  If the kernel refuses
+ * (memory limits), requests simply go unregistered.
  */
-static int
+static void
 worker_attach (struct worker *w)
 {
   struct job *job = w->job;
-  struct iovec *iov;
+  struct lane *l = w->lane;
+  struct iovec iov = {
+    .iov_base = l->pool.base,
+    .iov_len = l->pool.size * l->pool.count,
+  };
+  int index;
 
   if (!job->src->ops->attach && !job->dst->ops->attach)
-    return 0;
-  iov = calloc (w->nlanes, sizeof *iov);
-  if (!iov) {
-    error_set ("out of memory");
-    return -1;
-  }
-  for (unsigned i = 0; i < w->nlanes; i++) {
-    iov[i].iov_base = w->lanes[i]->pool.base;
-    iov[i].iov_len = w->lanes[i]->pool.size * w->lanes[i]->pool.count;
-  }
-  w->buffers_registered
-      = io_uring_register_buffers (&w->ring, iov, w->nlanes) == 0;
-  for (unsigned i = 0; i < w->nlanes; i++) {
-    struct lane *l = w->lanes[i];
-    int index = w->buffers_registered ? (int) i : -1;
-    if (job->src->ops->attach)
-      job->src->ops->attach (l->src, &w->ring, iov[i].iov_base, iov[i].iov_len,
-                             index);
-    if (job->dst->ops->attach)
-      job->dst->ops->attach (l->dst, &w->ring, iov[i].iov_base, iov[i].iov_len,
-                             index);
-  }
-  free (iov);
-  return 0;
+    return;
+  w->buffers_registered = io_uring_register_buffers (&w->ring, &iov, 1) == 0;
+  index = w->buffers_registered ? 0 : -1;
+  if (job->src->ops->attach)
+    job->src->ops->attach (l->src, &w->ring, iov.iov_base, iov.iov_len, index);
+  if (job->dst->ops->attach)
+    job->dst->ops->attach (l->dst, &w->ring, iov.iov_base, iov.iov_len, index);
 }
 
 /* Make every request in flight fail soon (see endpoint abort). */
@@ -373,8 +340,8 @@ stalled_where (const struct job *job, char *buf, size_t size)
   return buf;
 }
 
-/* Allocate the lanes, the workers and their rings, and deal the lanes
- * out to the workers.  Returns -1 after error_set().
+/* Allocate the lanes, and a worker with its ring for each.  Returns -1
+ * after error_set().
  */
 static int
 engine_setup (struct engine *e, const struct settings *set)
@@ -382,10 +349,8 @@ engine_setup (struct engine *e, const struct settings *set)
   struct job *job = &e->job;
 
   e->nlanes = set->lanes;
-  e->nworkers = set->threads;
   e->lanes = calloc (e->nlanes, sizeof *e->lanes);
-  e->lane_ptrs = calloc (e->nlanes, sizeof *e->lane_ptrs);
-  e->workers = calloc (e->nworkers, sizeof *e->workers);
+  e->workers = calloc (e->nlanes, sizeof *e->workers);
   if (job->nsegments != UINT64_MAX)
     job->segment_done = calloc (MAX (job->nsegments, (uint64_t) 1),
                                 sizeof *job->segment_done);
@@ -413,7 +378,7 @@ engine_setup (struct engine *e, const struct settings *set)
         blkhash_algo_name (set->hash_algo), set->hash_block, nslots,
         blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, nslots));
   }
-  if (!e->lanes || !e->lane_ptrs || !e->workers
+  if (!e->lanes || !e->workers
       || (job->nsegments != UINT64_MAX && !job->segment_done)
       || (!job->dst->caps.can_zero && !set->destination_is_zero
           && !e->zero_buffer)) {
@@ -421,27 +386,21 @@ engine_setup (struct engine *e, const struct settings *set)
     return -1;
   }
 
-  /* Lanes are dealt out to workers round robin; each worker's lanes
-     are a contiguous slice of lane_ptrs. */
-  for (unsigned wi = 0, k = 0; wi < e->nworkers; wi++) {
-    struct worker *w = &e->workers[wi];
+  for (unsigned i = 0; i < e->nlanes; i++) {
+    struct worker *w = &e->workers[i];
     unsigned entries;
     int r;
 
     w->job = job;
-    w->lanes = &e->lane_ptrs[k];
+    w->lane = &e->lanes[i];
     op_queue_init (&w->done);
-    for (unsigned i = wi; i < e->nlanes; i += e->nworkers) {
-      if (lane_init (&e->lanes[i], i, job, &w->done, job->src->conns[i],
-                     job->dst->conns[i])
-          == -1)
-        return -1;
-      e->lane_ptrs[k++] = &e->lanes[i];
-      w->nlanes++;
-    }
+    if (lane_init (w->lane, i, job, &w->done, job->src->conns[i],
+                   job->dst->conns[i])
+        == -1)
+      return -1;
     /* Room for a poll per direction per connection, and for endpoints
        that submit their requests to the ring. */
-    entries = MAX (64u, 4 * w->nlanes * (set->requests + 2));
+    entries = MAX (64u, 4 * (set->requests + 2));
     entries = MIN (entries, 4096u);
     r = ring_init (&w->ring, entries, &w->ring_disabled);
     if (r < 0) {
@@ -449,12 +408,11 @@ engine_setup (struct engine *e, const struct settings *set)
       return -1;
     }
     w->ring_ready = true;
-    if (wi == 0)
+    if (i == 0)
       note (set->verbose, "io_uring: %s",
             w->ring_disabled ? "one issuer, deferred task work"
                              : "task work by interrupt (an older kernel)");
-    if (worker_attach (w) == -1)
-      return -1;
+    worker_attach (w);
   }
   return 0;
 }
@@ -467,15 +425,15 @@ engine_start (struct engine *e)
 {
   struct job *job = &e->job;
 
-  job->workers_running = e->nworkers;
-  for (e->started = 0; e->started < e->nworkers; e->started++) {
+  job->workers_running = e->nlanes;
+  for (e->started = 0; e->started < e->nlanes; e->started++) {
     struct worker *w = &e->workers[e->started];
     int r = pthread_create (&w->thread, NULL, worker_run, w);
 
     if (r != 0) {
       job_fail (job, "worker", "thread start", 0, 0, strerror (r));
       pthread_mutex_lock (&job->lock);
-      job->workers_running -= e->nworkers - e->started;
+      job->workers_running -= e->nlanes - e->started;
       pthread_mutex_unlock (&job->lock);
       break;
     }
@@ -495,7 +453,7 @@ engine_result (struct engine *e, struct copy_stats *stats)
   for (unsigned i = 0; i < e->nlanes; i++)
     stats_add (stats, &e->lanes[i].stats);
   stats->lanes = e->nlanes;
-  stats->workers = e->nworkers;
+  stats->workers = e->nlanes; /* one thread per lane */
   stats->total_bytes = atomic_load (&job->size);
   stats->error = job->error_code;
 
@@ -526,14 +484,13 @@ engine_teardown (struct engine *e)
   for (unsigned k = 0; k < 2; k++)
     for (unsigned i = 0; eps[k]->ops->detach && i < eps[k]->nconns; i++)
       eps[k]->ops->detach (eps[k]->conns[i]);
-  for (unsigned i = 0; e->workers && i < e->nworkers; i++)
+  for (unsigned i = 0; e->workers && i < e->nlanes; i++)
     if (e->workers[i].ring_ready)
       io_uring_queue_exit (&e->workers[i].ring);
   /* Lanes are zeroed by calloc, so destroying unused ones is safe. */
   for (unsigned i = 0; e->lanes && i < e->nlanes; i++)
     lane_destroy (&e->lanes[i]);
   free (e->lanes);
-  free (e->lane_ptrs);
   free (e->workers);
   free (e->zero_buffer);
   free (e->job.segment_done);

@@ -398,8 +398,8 @@ main (int argc, char **argv)
         "copying %s: %u lane%s on %u thread%s, "
         "%u requests of %" PRIu32 " bytes, queue %" PRIu64
         " bytes, sparse %" PRIu32 ", extents %s%s%s",
-        what, set.lanes, set.lanes == 1 ? "" : "s", set.threads,
-        set.threads == 1 ? "" : "s", set.requests, set.request_size,
+        what, set.lanes, set.lanes == 1 ? "" : "s", set.lanes,
+        set.lanes == 1 ? "" : "s", set.requests, set.request_size,
         set.queue_size, set.sparse_size, set.extents ? "on" : "off",
         set.destination_is_zero ? ", destination is zero" : "",
         set.allocated ? ", allocated" : "");

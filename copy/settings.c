@@ -187,7 +187,6 @@ settings_compute (struct settings *s, const struct options *opts,
     .retry_delay_ms = opts->retry_delay_ms,
     .bitmap = opts->bitmap,
   };
-  s->threads = MIN (opts->threads, s->lanes);
 
   if (settle_request_size (s, opts, src, dst) == -1)
     return -1;

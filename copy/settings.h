@@ -12,8 +12,7 @@
 #include "options.h"
 
 struct settings {
-  unsigned lanes;           /* connection pairs */
-  unsigned threads;         /* worker threads, at most one per lane */
+  unsigned lanes;           /* connection pairs, each with a thread */
   unsigned requests;        /* requests in flight per lane and side */
   uint32_t request_size;    /* bytes per read */
   uint64_t queue_size;      /* bytes in flight per lane */

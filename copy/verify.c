@@ -66,7 +66,6 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
     return -1;
   sink->side = "--verify";
   set.lanes = MIN (dst->nconns, sink->nconns);
-  set.threads = MIN (set.threads, set.lanes);
   /* Nothing is written: everything read goes to the hash. */
   set.allocated = false;
   set.destination_is_zero = true;
