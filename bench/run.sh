@@ -231,11 +231,12 @@ w4_make_src ()
   sync -f "$d"
 }
 
-# The disk's floor for 4a: dd writing as many bytes as the source has
+# The disk's speed for 4a: dd writing as many bytes as the source has
 # data, in 1 MiB O_DIRECT writes, into the same new file, and fsync.
-# The copies must write those bytes too; no copier can beat this row
-# by much (writes through the page cache can merge a little better).
-w4_disk_floor_cmd ()
+# The copies must write those bytes too.  It is a reference, not a
+# floor: writes through the page cache, written back as they go, can
+# reach the disk in larger requests and beat it.
+w4_disk_cmd ()
 {
   local out=$1 data
   data=$(timeout "$TMO" "$NBDKIT" -U - $(sr "$W4_SIZE") --run \
@@ -247,14 +248,14 @@ w4_disk_floor_cmd ()
 
 w4 ()
 {
-  local b d floor; b=$(parse_size "$W4_SIZE"); d=$(w4_dir)
+  local b d disk; b=$(parse_size "$W4_SIZE"); d=$(w4_dir)
   write_meta w4a "label=4a. NBD -> file, $W4_SIZE 10% data" "title=4a. NBD -> local file: sparse-random $W4_SIZE (10% data) -> a new file on $bench_scratch_fstype" \
     "size=$b" "data_percent=10" \
     "note=--prepare removes the file and runs sync -f before every run; the time includes each tool's final flush (nbdcopy --flush, qemu-img -t writeback)" \
-    "note=the disk row is the disk's floor: dd writes as many bytes as the source has data (qemu-img map), O_DIRECT, into the same new file, then fsync"
-  floor=$(w4_disk_floor_cmd "$d/out.raw") || bench_die "cannot map the 4a source"
+    "note=the disk row is the disk's speed for these bytes: dd writes as many bytes as the source has data (qemu-img map) into the same new file, 1 MiB at a time with O_DIRECT, then fsync"
+  disk=$(w4_disk_cmd "$d/out.raw") || bench_die "cannot map the 4a source"
   compare_tools w4a "$(sr "$W4_SIZE")" '"$uri"' "$d/out.raw" "$b" \
-    "rm -f $d/out.raw && sync -f $d" disk "$floor"
+    "rm -f $d/out.raw && sync -f $d" disk "$disk"
   rm -f "$d/out.raw"
   w4_make_src
   write_meta w4b "label=4b. file -> NBD, $W4_SIZE 10% data" "title=4b. local file -> NBD: a $W4_SIZE file with holes (10% data) -> sparse-random, same seed (verifies every write)" \
@@ -283,35 +284,40 @@ w5_make_image ()
     bench_die "qemu-io failed on $d/src.qcow2"
 }
 
-w5 ()
+# w5_setup DIR SIZE: workload 5's image, an empty raw file and the two
+# servers.  Sets w5_src and w5_dst (quoted URIs), w5_data (bytes of
+# data in the image), w5_spid and w5_dpid, and w5_prepare (the command
+# that empties the raw file before a run).
+w5_setup ()
 {
-  local b d src dst t cmds=() data prepare
-  b=$(parse_size "$W5_SIZE")
-  d=$bench_scratch/w5; mkdir -p "$d"
+  local d=$1 b=$2
   w5_make_image "$d" "$b"
-  data=$("$QEMU_IMG" map --output=json -f qcow2 "$d/src.qcow2" |
+  w5_data=$("$QEMU_IMG" map --output=json -f qcow2 "$d/src.qcow2" |
          python3 -c 'import json,sys; print(sum(e["length"] for e in json.load(sys.stdin) if e["data"]))')
   "$QEMU_IMG" create -q -f raw "$d/dst.raw" "$b"
-  start_qemu_nbd "$d/src.sock" -r -f qcow2 "$d/src.qcow2"; local spid=$server_pid
-  start_qemu_nbd "$d/dst.sock" -f raw "$d/dst.raw"; local dpid=$server_pid
-  src="\"$(uri_of "$d/src.sock")\"" dst="\"$(uri_of "$d/dst.sock")\""
-  write_meta w5 "label=5. qcow2 -> raw, qemu-nbd, $W5_SIZE" "title=5. qcow2 $W5_SIZE ($((data * 100 / b))% data, scattered extents, zero clusters) on qemu-nbd -> raw on qemu-nbd" \
-    "size=$b" "data_percent=$((data * 100 / b))" \
+  start_qemu_nbd "$d/src.sock" -r -f qcow2 "$d/src.qcow2"; w5_spid=$server_pid
+  start_qemu_nbd "$d/dst.sock" -f raw "$d/dst.raw"; w5_dpid=$server_pid
+  w5_src="\"$(uri_of "$d/src.sock")\"" w5_dst="\"$(uri_of "$d/dst.sock")\""
+  w5_prepare="truncate -s 0 $d/dst.raw && truncate -s $b $d/dst.raw && sync -f $d"
+}
+
+w5 ()
+{
+  local b d t cmds=()
+  b=$(parse_size "$W5_SIZE")
+  d=$bench_scratch/w5; mkdir -p "$d"
+  w5_setup "$d" "$b"
+  write_meta w5 "label=5. qcow2 -> raw, qemu-nbd, $W5_SIZE" "title=5. qcow2 $W5_SIZE ($((w5_data * 100 / b))% data, scattered extents, zero clusters) on qemu-nbd -> raw on qemu-nbd" \
+    "size=$b" "data_percent=$((w5_data * 100 / b))" \
     "note=both qemu-nbd run with -t --shared=8; --prepare empties the raw file (truncate to 0 and back) and runs sync -f" \
-    "note=qemu-nbd 7.2 with --shared=8 advertises multi-conn on both exports, so nbdcopy opens several connections too" \
-    "note=the disk row is the destination's floor: dd writes as many bytes as the source has data into the emptied raw file through the page cache, as qemu-nbd does, then fdatasync"
+    "note=qemu-nbd 7.2 with --shared=8 advertises multi-conn on both exports, so nbdcopy opens several connections too"
   for t in "${avail_tools[@]}"; do
-    cmds+=("$t" "$(tool_cmd "$t" "$src" "$dst" "$b")")
+    cmds+=("$t" "$(tool_cmd "$t" "$w5_src" "$w5_dst" "$b")")
   done
-  cmds+=(disk "dd if=/dev/zero of=$d/dst.raw bs=1M count=$(( (data + 1048575) / 1048576 )) conv=notrunc,fdatasync status=none")
-  prepare="truncate -s 0 $d/dst.raw && truncate -s $b $d/dst.raw && sync -f $d"
-  run_hyperfine w5 "$prepare" "${cmds[@]}"
-  # The last run may have been the disk row's: copy once more to check.
-  sh -c "$prepare" && eval "timeout $TMO $NBDCP_RUN $src $dst" ||
-    bench_log "warning: w5: the checking copy failed"
-  stop_server "$dpid"; stop_server "$spid"
+  run_hyperfine w5 "$w5_prepare" "${cmds[@]}"
+  stop_server "$w5_dpid"; stop_server "$w5_spid"
   if "$QEMU_IMG" compare -q -f qcow2 -F raw "$d/src.qcow2" "$d/dst.raw"; then
-    echo "note=after one more nbdcp copy, qemu-img compare: the raw destination equals the qcow2 source" >> "$OUT/w5.meta"
+    echo "note=after the last run, qemu-img compare: the raw destination equals the qcow2 source" >> "$OUT/w5.meta"
   else
     echo "note=WARNING: after the last run the destination differs from the source" >> "$OUT/w5.meta"
   fi
@@ -477,25 +483,26 @@ w8 ()
 }
 
 # ---------------------------------------------------------------- CPU cost
-# cpu_measure NAME SRC DST SIZE PREPARE: each tool CPU_RUNS times under
-# /usr/bin/time against servers already running, so only the copier
-# is measured.
-# server_cpu_ticks PID: the user + system clock ticks a server has used
-# so far, all its threads together (/proc/PID/stat fields 14 and 15).
+# server_cpu_ticks PID...: the user + system clock ticks the servers
+# have used so far, all their threads together (/proc/PID/stat fields
+# 14 and 15).
 server_cpu_ticks ()
 {
-  local stat
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-  stat=${stat##*) }  # the command name may hold spaces: cut after it
-  set -- $stat
-  echo $(( ${12} + ${13} ))
+  local stat pid f ticks=0
+  for pid in "$@"; do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    stat=${stat##*) }  # the command name may hold spaces: cut after it
+    read -ra f <<< "$stat"
+    ticks=$(( ticks + f[11] + f[12] ))
+  done
+  echo "$ticks"
 }
 
 # cpu_measure NAME SRC DST SIZE [PREPARE]: CPU_RUNS runs of each copier
-# under /usr/bin/time, against the server $server_pid started apart,
-# whose CPU time over the same run goes in the last column: on a
-# machine where copier and server share the CPUs, what the two use
-# together bounds the wall time from below.
+# under /usr/bin/time, against the servers started apart ($cpu_servers,
+# PIDs, or else $server_pid), whose CPU time over the same run goes in
+# the last column: on a machine where copier and servers share the
+# CPUs, what they use together bounds the wall time from below.
 cpu_measure ()
 {
   local name=$1 src=$2 dst=$3 size=$4 prepare=${5:-} t i cmd rc tf times
@@ -511,10 +518,10 @@ cpu_measure ()
     for i in $(seq 1 "$CPU_RUNS"); do
       [ -n "$prepare" ] && sh -c "$prepare"
       rm -f "$tf"; rc=0
-      ticks0=$(server_cpu_ticks "$server_pid")
+      ticks0=$(server_cpu_ticks ${cpu_servers:-$server_pid})
       timeout -k 10 "$TMO" "$GNU_TIME" -o "$tf" -f '%e %U %S %M' \
         sh -c "$cmd" 2>>"$OUT/$name.$t.log" || rc=$?
-      server_s=$(awk -v a="$ticks0" -v b="$(server_cpu_ticks "$server_pid")" \
+      server_s=$(awk -v a="$ticks0" -v b="$(server_cpu_ticks ${cpu_servers:-$server_pid})" \
         -v hz="$hz" 'BEGIN { printf "%.2f", (b - a) / hz }')
       times=$(tail -1 "$tf" 2>/dev/null | tr ' ' '\t')
       case "$times" in *[0-9]*$'\t'*) ;; *) times=$'-\t-\t-\t-' ;; esac
@@ -558,6 +565,35 @@ cpu ()
     "size=$b" "data_percent=10"
   cpu_measure cpu-4b "$d/src.raw" "$uri" "$b"
   stop_server "$server_pid"
+
+  cpu_w5
+}
+
+# Workload 5 ends in qemu-nbd's fdatasync, which waits for the disk and
+# uses little CPU: its time alone (after a copy by nbdcopy without
+# --flush) goes in a note, to be added to the last column for the
+# least wall time the copy could take.
+cpu_w5 ()
+{
+  local b d i t0 flush=()
+  b=$(parse_size "$W5_SIZE")
+  d=$bench_scratch/w5; mkdir -p "$d"
+  w5_setup "$d" "$b"
+  for i in $(seq 1 "$CPU_RUNS"); do
+    sh -c "$w5_prepare"
+    eval "timeout $TMO $NBDCOPY $w5_src $w5_dst" 2>/dev/null || continue
+    t0=$(date +%s.%N)
+    sync -f "$d/dst.raw"
+    flush+=("$(echo "$(date +%s.%N) - $t0" | bc)")
+  done
+  write_meta cpu-5 "title=CPU, workload 5: qcow2 $W5_SIZE on qemu-nbd -> raw on qemu-nbd" \
+    "size=$b" "data_percent=$((w5_data * 100 / b))" \
+    "note=server CPU is both qemu-nbd's; the raw file is emptied (and sync -f run) before every run" \
+    "note=the final fdatasync alone (sync -f after nbdcopy without --flush), which the last column does not count: $(printf '%s\n' "${flush[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "median %.2f s of %d", v[int((NR + 1) / 2)], NR; else printf "not measured" }')"
+  cpu_servers="$w5_spid $w5_dpid" \
+    cpu_measure cpu-5 "$w5_src" "$w5_dst" "$b" "$w5_prepare"
+  stop_server "$w5_dpid"; stop_server "$w5_spid"
+  rm -rf "$d"
 }
 
 # ---------------------------------------------------------------- sweeps
