@@ -279,6 +279,11 @@ mutation connections-not-cut-to-threads copy/options.c \
 '  opts->connections = opts->threads;' \
 '  (void) 0;'
 
+mutation ring-no-fallback copy/ring.c \
+'  return io_uring_queue_init (entries, ring, 0);' \
+'  return -EINVAL;' \
+"a kernel without the 6.1 ring flags gets no ring: copies fail there"
+
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
 ' \
