@@ -505,7 +505,7 @@ server_cpu_ticks ()
 # CPUs, what they use together bounds the wall time from below.
 cpu_measure ()
 {
-  local name=$1 src=$2 dst=$3 size=$4 prepare=${5:-} t i cmd rc tf times
+  local name=$1 src=$2 dst=$3 size=$4 prepare=${5:-} t i k n cmd rc tf times
   local hz ticks0 server_s
   tf=$bench_scratch/time.out
   hz=$(getconf CLK_TCK)
@@ -513,9 +513,17 @@ cpu_measure ()
     > "$OUT/$name.tsv"
   : > "$OUT/$name.cmds"
   for t in "${avail_tools[@]}"; do
-    cmd=$(tool_cmd "$t" "$src" "$dst" "$size")
-    printf '%s\t%s\n' "$t" "$cmd" >> "$OUT/$name.cmds"
-    for i in $(seq 1 "$CPU_RUNS"); do
+    printf '%s\t%s\n' "$t" "$(tool_cmd "$t" "$src" "$dst" "$size")" \
+      >> "$OUT/$name.cmds"
+  done
+  # In rounds, one run of each tool per round in a rotating order, as
+  # the timed workloads do, so that a slow spell of the machine (or of
+  # a server's page cache) does not fall on one tool's runs.
+  n=${#avail_tools[@]}
+  for i in $(seq 1 "$CPU_RUNS"); do
+    for ((k = 0; k < n; k++)); do
+      t=${avail_tools[(i - 1 + k) % n]}
+      cmd=$(tool_cmd "$t" "$src" "$dst" "$size")
       [ -n "$prepare" ] && sh -c "$prepare"
       rm -f "$tf"; rc=0
       ticks0=$(server_cpu_ticks ${cpu_servers:-$server_pid})
