@@ -131,7 +131,6 @@ limit_connections (struct options *opts)
           (unsigned long long) rl.rlim_cur);
     opts->connections = fit;
   }
-  opts->threads = MIN (opts->threads, opts->connections);
 }
 
 /* Destination connections worth opening: no more than the source got,
@@ -359,7 +358,7 @@ main (int argc, char **argv)
   /* A stream is copied in order, on one connection. */
   if (endpoint_is_stream (opts.src, opts.src_command, false)
       || endpoint_is_stream (opts.dst, opts.dst_command, true))
-    opts.connections = opts.threads = 1;
+    opts.connections = 1;
   limit_connections (&opts);
 
   src = endpoint_open (opts.src, opts.src_command, false,

@@ -14,8 +14,10 @@ struct options {
   const char *dst;    /* DESTINATION as given */
   char **src_command; /* SOURCE was [ CMD ARGS ... ], else NULL */
   char **dst_command;
-  unsigned connections;     /* -C: connections per side */
-  unsigned threads;         /* -T: 0 = number of online CPUs */
+  unsigned connections;     /* -C: connections per side, each with a
+                               thread (parse_options cuts it to -T) */
+  unsigned threads;         /* -T: 0 = number of online CPUs; read
+                               only by parse_options */
   unsigned requests;        /* -R: requests in flight per connection */
   bool requests_set;        /* -R or --synchronous given */
   uint32_t request_size;    /* --request-size: bytes per read */
