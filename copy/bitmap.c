@@ -56,6 +56,20 @@ bitmap_check_source (const struct endpoint *src)
   return 0;
 }
 
+int
+bitmap_check_destination (const struct endpoint *src,
+                          const struct endpoint *dst)
+{
+  if (src->size >= 0 && dst->size >= 0 && dst->size < src->size) {
+    error_set ("--bitmap: destination %s (%" PRIi64 " bytes) is smaller "
+               "than source %s (%" PRIi64 " bytes): it cannot hold the "
+               "previous copy that an incremental copy brings up to date",
+               dst->spec, dst->size, src->spec, src->size);
+    return -1;
+  }
+  return 0;
+}
+
 static uint64_t
 gcd (uint64_t a, uint64_t b)
 {

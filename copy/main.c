@@ -375,6 +375,9 @@ main (int argc, char **argv)
     goto fail;
   if (same_file (src, dst))
     goto fail;
+  /* Before a destination file is given the source's size. */
+  if (opts.bitmap && bitmap_check_destination (src, dst) == -1)
+    goto fail;
   if (opts.resume) {
     if (open_journal (&opts, src, dst, &journal) == -1)
       goto fail;

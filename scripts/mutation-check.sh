@@ -254,6 +254,13 @@ mutation bitmap-skips-dirty-holes copy/lane.c \
 '    if (e->clean || e->zero) {
       lane_skip_clean (l, e);'
 
+# --bitmap onto a destination file smaller than the source: the file
+# is extended with zeroes and the copy "succeeds", differing from the
+# source.
+mutation bitmap-small-destination copy/main.c \
+'  if (opts.bitmap && bitmap_check_destination (src, dst) == -1)' \
+'  if (false)'
+
 # The zero run learnt past a segment (zero_run.h): taken one segment
 # too far (the data after a hole is lost), segments inside it passed
 # over instead of zeroed (the destination keeps its old data), and no
