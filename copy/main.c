@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bitmap.h"
 #include "blkhash.h"
@@ -304,23 +305,74 @@ open_journal (const struct options *opts, const struct endpoint *src,
   return 0;
 }
 
-/* The --blkhash checksum, on stdout or into --blkhash-file. */
+/* --blkhash-file: opened before anything is written (a file that
+ * cannot be created is found now, not after the whole copy), without
+ * truncating it: a copy that fails leaves an existing file as it was,
+ * and removes one it created (see blkhash_file_close).
+ */
+struct blkhash_file {
+  int fd;    /* or -1 */
+  bool made; /* created by this run */
+};
+
 static int
-print_blkhash (const struct options *opts, const char *hash)
+blkhash_file_open (const struct options *opts, struct blkhash_file *bf)
+{
+  struct stat st;
+
+  bf->fd = -1;
+  bf->made = false;
+  if (!opts->blkhash_file)
+    return 0;
+  bf->made = stat (opts->blkhash_file, &st) == -1 && errno == ENOENT;
+  bf->fd = open (opts->blkhash_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (bf->fd == -1) {
+    bf->made = false;
+    error_set ("--blkhash-file: %s: %s", opts->blkhash_file, strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
+static void
+blkhash_file_close (const struct options *opts, struct blkhash_file *bf,
+                    bool ok)
+{
+  if (bf->fd >= 0)
+    close (bf->fd);
+  if (!ok && bf->made)
+    unlink (opts->blkhash_file);
+  bf->fd = -1;
+}
+
+/* The --blkhash checksum, on stdout or into --blkhash-file (truncated
+ * now, and written with the checksum alone). */
+static int
+print_blkhash (const struct options *opts, struct blkhash_file *bf,
+               const char *hash)
 {
   FILE *fp = stdout;
+  struct stat st;
 
-  if (opts->blkhash_file) {
-    fp = fopen (opts->blkhash_file, "w");
+  if (bf->fd >= 0) {
+    if (fstat (bf->fd, &st) == 0 && S_ISREG (st.st_mode)
+        && ftruncate (bf->fd, 0) == -1) {
+      error_set ("--blkhash-file: %s: %s", opts->blkhash_file,
+                 strerror (errno));
+      return -1;
+    }
+    fp = fdopen (bf->fd, "w");
     if (!fp) {
       error_set ("--blkhash-file: %s: %s", opts->blkhash_file,
                  strerror (errno));
       return -1;
     }
+    bf->fd = -1; /* fclose closes it */
   }
   fprintf (fp, "%s\n", hash);
-  if (opts->blkhash_file ? fclose (fp) == EOF : fflush (fp) == EOF) {
-    error_set ("--blkhash%s: %s", opts->blkhash_file ? "-file" : "",
+  if (fp != stdout ? fclose (fp) == EOF : fflush (fp) == EOF) {
+    error_set ("--blkhash%s: %s%s%s", fp != stdout ? "-file" : "",
+               fp != stdout ? opts->blkhash_file : "", fp != stdout ? ": " : "",
                strerror (errno));
     return -1;
   }
@@ -336,6 +388,7 @@ main (int argc, char **argv)
   struct copy_stats stats, verify_stats;
   struct blkhash *source_hash = NULL;
   struct journal journal = { 0 };
+  struct blkhash_file blkhash_file = { .fd = -1 };
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
   struct progress progress;
@@ -349,6 +402,8 @@ main (int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
   catch_signals ();
   if (check_std_fds (&opts) == -1)
+    goto fail;
+  if (blkhash_file_open (&opts, &blkhash_file) == -1)
     goto fail;
   if (opts.verify && verify_check_destination (&opts) == -1)
     goto fail;
@@ -447,7 +502,7 @@ main (int argc, char **argv)
                              hash, &interrupt_signal, &verify_stats)
              == -1)
     goto fail;
-  if (opts.blkhash && print_blkhash (&opts, hash) == -1)
+  if (opts.blkhash && print_blkhash (&opts, &blkhash_file, hash) == -1)
     goto fail;
   /* The copy is complete: there is nothing left to resume. */
   if (have_journal) {
@@ -478,6 +533,7 @@ out:
   if (have_journal)
     journal_close (&journal, journal_made);
   blkhash_free (source_hash);
+  blkhash_file_close (&opts, &blkhash_file, status == EXIT_SUCCESS);
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
   /* Interrupted: the shell's convention, 128 + the signal number. */
