@@ -609,6 +609,18 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
                ep->size < 0 ? nbd_get_error () : "out of memory");
     goto fail;
   }
+  /* Every connection must see the same disk: one that changed between
+     handshakes, or a server that gives each client its own size, would
+     otherwise fail somewhere in the copy with a request out of bounds,
+     or copy part of one disk and part of another. */
+  for (unsigned i = 1; i < ready; i++)
+    if (nbd_get_size (h[i]) != ep->size) {
+      error_set ("%s %s: connection %u has %" PRIi64 " bytes, connection 1 "
+                 "%" PRIi64 ": the server does not give every connection "
+                 "the same disk",
+                 ep->side, ep->spec, i + 1, nbd_get_size (h[i]), ep->size);
+      goto fail;
+    }
   for (unsigned i = 0; i < ready; i++) {
     struct conn *c = calloc (1, sizeof *c);
     if (!c) {
