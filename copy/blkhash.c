@@ -10,6 +10,12 @@
  * early waits for it.  With no slot free a lane takes no new segment
  * until one is fed: the segment being waited for is always held by a
  * lane that can finish it without a new slot, so this cannot deadlock.
+ *
+ * Blocks smaller than a digest (md5/1 to md5/8, sha512/32...) would
+ * make a segment's digests larger than the segment itself (2 GiB for
+ * md5/1): a slot then keeps the segment's bytes instead, and their
+ * digests are made as the slot is fed.  A slot is never more than a
+ * segment's bytes, nor more than the disk's.
  */
 #include <config.h>
 
@@ -53,11 +59,28 @@ digest_len (int algo)
   return len[algo];
 }
 
+/* A slot keeps the bytes, not the digests, of blocks smaller than a
+   digest. */
+static bool
+keeps_bytes (int algo, uint32_t block)
+{
+  return block < digest_len (algo);
+}
+
+/* The bytes of one slot, for segments of at most SPAN bytes. */
+static uint64_t
+slot_bytes (int algo, uint32_t block, uint64_t span)
+{
+  if (keeps_bytes (algo, block))
+    return span;
+  return (span + block - 1) / block * digest_len (algo);
+}
+
 uint64_t
-blkhash_memory (int algo, uint32_t block, uint64_t segment_size,
+blkhash_memory (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
                 unsigned nslots)
 {
-  return (uint64_t) nslots * (segment_size / block) * digest_len (algo);
+  return nslots * slot_bytes (algo, block, MIN (segment_size, size));
 }
 
 #ifdef HAVE_GNUTLS
@@ -67,8 +90,8 @@ enum slot_state { SLOT_FREE, SLOT_HASHING, SLOT_COMPLETE };
 struct blkhash_slot {
   enum slot_state state; /* changed under the lock */
   uint64_t segment;
-  uint64_t bytes; /* hashed so far; only its lane touches it */
-  unsigned char *digests;
+  uint64_t bytes;         /* hashed so far; only its lane touches it */
+  unsigned char *digests; /* or the segment's bytes (keep_bytes) */
 };
 
 struct blkhash {
@@ -77,11 +100,15 @@ struct blkhash {
   size_t dlen;
   uint32_t block;
   uint64_t segment_size;
+  bool keep_bytes; /* slots keep bytes, hashed as they are fed */
   unsigned char zero_digest[BLKHASH_MAX_DIGEST]; /* of a whole block */
   char *zeroes;                                  /* one block */
 
   pthread_mutex_t lock; /* guards the fields below and slot states */
   gnutls_hash_hd_t final;
+  /* keep_bytes: the blocks' digests as slots are fed, and the digest
+     of the segment's digests (segment_digests). */
+  gnutls_hash_hd_t feed_block, feed_segment;
   uint64_t next_feed; /* the segment the final hash waits for */
   struct blkhash_slot *slots;
   unsigned nslots;
@@ -104,8 +131,8 @@ static const gnutls_digest_algorithm_t galgos[]
     = { GNUTLS_DIG_MD5, GNUTLS_DIG_SHA1, GNUTLS_DIG_SHA256, GNUTLS_DIG_SHA512 };
 
 struct blkhash *
-blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots,
-             uint64_t nsegments)
+blkhash_new (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
+             unsigned nslots, uint64_t nsegments)
 {
   struct blkhash *h = calloc (1, sizeof *h);
   size_t per_slot;
@@ -121,11 +148,12 @@ blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots,
   h->block = block;
   h->segment_size = segment_size;
   h->nslots = nslots;
+  h->keep_bytes = keeps_bytes (algo, block);
   pthread_mutex_init (&h->lock, NULL);
-  per_slot = segment_size / block * h->dlen;
+  per_slot = slot_bytes (algo, block, MIN (segment_size, size));
   h->zeroes = calloc (1, block);
   h->slots = calloc (nslots, sizeof *h->slots);
-  h->digest_store = malloc ((size_t) nslots * per_slot);
+  h->digest_store = malloc (MAX ((size_t) nslots * per_slot, (size_t) 1));
   /* A stream starts with room for 1 GiB worth of segments. */
   h->segment_digests_room
       = nsegments == UINT64_MAX ? 8 : MAX (nsegments, (uint64_t) 1);
@@ -140,6 +168,10 @@ blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots,
   r = gnutls_hash_fast (h->galgo, h->zeroes, block, h->zero_digest);
   if (r == 0)
     r = gnutls_hash_init (&h->final, h->galgo);
+  if (r == 0 && h->keep_bytes)
+    r = gnutls_hash_init (&h->feed_block, h->galgo);
+  if (r == 0 && h->keep_bytes)
+    r = gnutls_hash_init (&h->feed_segment, h->galgo);
   if (r < 0) {
     error_set ("--blkhash: %s: %s", algo_names[algo], gnutls_strerror (r));
     blkhash_free (h);
@@ -155,6 +187,10 @@ blkhash_free (struct blkhash *h)
     return;
   if (h->final)
     gnutls_hash_deinit (h->final, NULL);
+  if (h->feed_block)
+    gnutls_hash_deinit (h->feed_block, NULL);
+  if (h->feed_segment)
+    gnutls_hash_deinit (h->feed_segment, NULL);
   pthread_mutex_destroy (&h->lock);
   free (h->zeroes);
   free (h->slots);
@@ -233,6 +269,50 @@ grow_segment_digests (struct blkhash *h, uint64_t segment)
   return true;
 }
 
+/* The digest of a block of LEN bytes (a whole block, or the disk's
+ * short last one) at DATA, or of zeroes if DATA is NULL, into OUT.
+ */
+static void
+digest_block (struct blkhash *h, gnutls_hash_hd_t ctx, const char *data,
+              size_t len, unsigned char *out)
+{
+  if (len == h->block && (!data || is_zero (data, len))) {
+    memcpy (out, h->zero_digest, h->dlen);
+    return;
+  }
+  gnutls_hash (ctx, data ? data : h->zeroes, len);
+  gnutls_hash_output (ctx, out);
+}
+
+/* Digests made at a time from a slot that keeps bytes, before they are
+   fed to the final hash in one call. */
+#define FEED_BATCH 256
+
+/* Feed slot S, which keeps its segment's bytes: the digests of its
+ * blocks, made now, in order.  Called with the lock held.
+ */
+static void
+feed_bytes (struct blkhash *h, struct blkhash_slot *s, uint64_t size)
+{
+  unsigned char batch[FEED_BATCH * BLKHASH_MAX_DIGEST];
+  uint64_t len = segment_len (h, s->segment, size);
+  uint64_t pos = 0;
+
+  while (pos < len) {
+    size_t n = 0;
+    for (; n < FEED_BATCH && pos < len; n++, pos += h->block)
+      digest_block (h, h->feed_block, (const char *) s->digests + pos,
+                    MIN ((uint64_t) h->block, len - pos), batch + n * h->dlen);
+    gnutls_hash (h->final, batch, n * h->dlen);
+    gnutls_hash (h->feed_segment, batch, n * h->dlen);
+  }
+  if (grow_segment_digests (h, s->segment))
+    gnutls_hash_output (h->feed_segment,
+                        h->segment_digests + s->segment * h->dlen);
+  else
+    gnutls_hash_output (h->feed_segment, batch); /* reset it */
+}
+
 /* Feed every complete slot that the final hash is waiting for.  Called
  * with the lock held.
  */
@@ -248,11 +328,15 @@ feed_ready (struct blkhash *h, uint64_t size)
 
       if (s->state != SLOT_COMPLETE || s->segment != h->next_feed)
         continue;
-      size_t len = segment_blocks (h, s->segment, size) * h->dlen;
-      gnutls_hash (h->final, s->digests, len);
-      if (grow_segment_digests (h, s->segment))
-        gnutls_hash_fast (h->galgo, s->digests, len,
-                          h->segment_digests + s->segment * h->dlen);
+      if (h->keep_bytes)
+        feed_bytes (h, s, size);
+      else {
+        size_t len = segment_blocks (h, s->segment, size) * h->dlen;
+        gnutls_hash (h->final, s->digests, len);
+        if (grow_segment_digests (h, s->segment))
+          gnutls_hash_fast (h->galgo, s->digests, len,
+                            h->segment_digests + s->segment * h->dlen);
+      }
       s->state = SLOT_FREE;
       h->next_feed++;
       fed = true;
@@ -289,21 +373,6 @@ blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
   return ret;
 }
 
-static void
-hash_block (struct blkhash_lane *hl, const char *data, size_t len,
-            unsigned char *out)
-{
-  struct blkhash *h = hl->h;
-  gnutls_hash_hd_t ctx = hl->ctx;
-
-  if (len == h->block && (!data || is_zero (data, len))) {
-    memcpy (out, h->zero_digest, h->dlen);
-    return;
-  }
-  gnutls_hash (ctx, data ? data : h->zeroes, len);
-  gnutls_hash_output (ctx, out);
-}
-
 void
 blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
              size_t len, uint64_t size)
@@ -323,12 +392,21 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
   if (!s)
     return;
 
-  for (size_t pos = 0; pos < len; pos += h->block) {
-    size_t n = MIN ((size_t) h->block, len - pos);
-    uint64_t i = (offset + pos - segment * h->segment_size) / h->block;
-
-    hash_block (hl, data ? data + pos : NULL, n, s->digests + i * h->dlen);
+  if (h->keep_bytes) {
+    unsigned char *to = s->digests + (offset - segment * h->segment_size);
+    if (data)
+      memcpy (to, data, len);
+    else
+      memset (to, 0, len);
   }
+  else
+    for (size_t pos = 0; pos < len; pos += h->block) {
+      size_t n = MIN ((size_t) h->block, len - pos);
+      uint64_t i = (offset + pos - segment * h->segment_size) / h->block;
+
+      digest_block (h, (gnutls_hash_hd_t) hl->ctx, data ? data + pos : NULL, n,
+                    s->digests + i * h->dlen);
+    }
   s->bytes += len;
   if (s->bytes < segment_len (h, segment, size))
     return;
@@ -413,8 +491,8 @@ blkhash_available (void)
 }
 
 struct blkhash *
-blkhash_new (int algo, uint32_t block, uint64_t segment_size, unsigned nslots,
-             uint64_t nsegments)
+blkhash_new (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
+             unsigned nslots, uint64_t nsegments)
 {
   error_set ("--blkhash is not built in (nbdcp was built without GnuTLS)");
   return NULL;

@@ -41,17 +41,20 @@ struct blkhash_lane {
 };
 
 /* Everything is allocated here, before the copy starts: NSLOTS segment
- * slots of (segment_size / BLOCK) digests each, and one digest per
+ * slots of (segment_size / BLOCK) digests each (or of segment_size
+ * bytes for blocks smaller than a digest; and no more than a disk of
+ * SIZE bytes needs, UINT64_MAX if not known), and one digest per
  * segment for NSEGMENTS segments (UINT64_MAX for a stream: that array
  * then grows, by doubling, as segments are fed).  Returns NULL after
  * error_set().
  */
 struct blkhash *blkhash_new (int algo, uint32_t block, uint64_t segment_size,
-                             unsigned nslots, uint64_t nsegments);
+                             uint64_t size, unsigned nslots,
+                             uint64_t nsegments);
 void blkhash_free (struct blkhash *h);
-/* The memory blkhash_new takes for these parameters, for messages. */
+/* The memory blkhash_new takes for these parameters. */
 uint64_t blkhash_memory (int algo, uint32_t block, uint64_t segment_size,
-                         unsigned nslots);
+                         uint64_t size, unsigned nslots);
 
 int blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h);
 void blkhash_lane_destroy (struct blkhash_lane *hl);

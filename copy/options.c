@@ -165,7 +165,7 @@ print_help (void)
           "md5,\n"
           "                           sha1, sha256 (default) or sha512; "
           "BLOCKSIZE\n"
-          "                           a power of 2 from 512 to 32M (default "
+          "                           a power of 2 from 1 to 32M (default "
           "64K)\n"
           "      --blkhash-file=FILE  write the checksum to FILE, not stdout\n"
           "                           (implies --blkhash)\n"
@@ -274,9 +274,9 @@ parse_blkhash (const char *arg, struct options *opts)
                 name);
   if (!slash)
     return 0;
-  if (human_size_parse (slash + 1, &size) == -1 || size < 512
+  if (human_size_parse (slash + 1, &size) == -1 || size < 1
       || size > MAX_REQUEST_SIZE || !IS_POWER_OF_2 (size))
-    return bad ("--blkhash: block size '%s' must be a power of 2 from 512 to "
+    return bad ("--blkhash: block size '%s' must be a power of 2 from 1 to "
                 "32M",
                 slash + 1);
   opts->blkhash_block = size;

@@ -27,9 +27,8 @@ pattern_1g=6750a1c3d78e46eaffb0d094624825dea88f0c7098b2424fce776c0748442649
 
 : >"$tmp/empty"
 printf hello >"$tmp/hello"
-# The reference agrees with them, md5/4 included (nbdcp refuses blocks
-# under 512 bytes, as the issue asks, so that value is the reference's
-# alone).
+# The reference agrees with them, md5/4 included (nbdcp's own md5/4
+# and other small blocks: test-blkhash-small-blocks.sh).
 expect "ref empty" $empty "$(python3 "$ref" "$tmp/empty")"
 expect "ref hello md5" $hello_md5 "$(python3 "$ref" md5 "$tmp/hello")"
 expect "ref hello sha256" $hello_sha256 "$(python3 "$ref" sha256 "$tmp/hello")"
@@ -167,8 +166,8 @@ grep -qx $hello_md5 "$tmp/out" || fail "--stats: no checksum line"
 grep -q "blkhash md5/65536" "$tmp/err" || fail "-v: no --blkhash note"
 
 # Refused: unknown algorithms, block sizes that are not a power of 2
-# from 512 to 32M, a checksum that would go into the copy on stdout.
-for bad in sha3 "" /64K md5/4 sha256/1000 sha256/256 sha256/64M sha1/0 \
+# from 1 to 32M, a checksum that would go into the copy on stdout.
+for bad in sha3 "" /64K md5/3 sha256/1000 sha256/64M sha1/0 sha1/-1 \
   sha1/x; do
   expect_fail "^nbdcp: --blkhash" "$NBDCP" --blkhash="$bad" "$tmp/hello" null:
 done
