@@ -261,6 +261,19 @@ mutation bitmap-small-destination copy/main.c \
 '  if (opts.bitmap && bitmap_check_destination (src, dst) == -1)' \
 '  if (false)'
 
+# --blkhash-file opened only at the end, after the whole copy (a file
+# that cannot be created is found too late); and a server whose
+# connections report different sizes taken at the first one's word.
+mutation blkhash-file-opened-late copy/main.c \
+'  if (blkhash_file_open (&opts, &blkhash_file) == -1)
+    goto fail;
+' \
+''
+
+mutation connection-sizes-unchecked copy/nbd.c \
+'    if (nbd_get_size (h[i]) != ep->size) {' \
+'    if (false) {'
+
 # The zero run learnt past a segment (zero_run.h): taken one segment
 # too far (the data after a hole is lost), segments inside it passed
 # over instead of zeroed (the destination keeps its old data), and no
