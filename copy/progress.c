@@ -1,11 +1,13 @@
 /* Progress display (see progress.h).  Progress counts completed work
  * (bytes written, zeroed or skipped), so it never runs ahead of the
- * disk, and it only ever moves forward.
+ * disk, and it only ever moves forward.  100% is shown only by
+ * progress_finish, once the copy has been flushed.
  */
 #include <config.h>
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +24,21 @@ now (void)
 
 /* Without a terminal or a known size, a plain line this often. */
 #define UNKNOWN_SIZE_LINE_SECONDS 10
+
+/* The bar, as nbdcopy draws it: a spinner character, the percent in
+   three columns, and BAR_WIDTH columns of '*' (done) and '-' (to do)
+   in brackets.  The spinner turns one step at each redraw that follows
+   some completed work, so a copy that is stuck has a still spinner;
+   a finished copy shows a full block. */
+#define BAR_WIDTH 40
+static const char *const spinner_chars[] = {
+  "\u259d", "\u2590", "\u2597", "\u2583",
+  "\u2596", "\u258d", "\u2598", "\u2580",
+};
+#define SPINNER_DONE "\u2588"
+#define NR_SPINNER (sizeof spinner_chars / sizeof spinner_chars[0])
+/* Columns the bar takes: spinner, space, "NNN%", space, "[", bar, "]". */
+#define BAR_COLUMNS (1 + 1 + 4 + 1 + 1 + BAR_WIDTH + 1)
 
 void
 progress_init (struct progress *p, bool enabled, int fd, bool size_known)
@@ -59,27 +76,121 @@ update_rate (struct progress *p, uint64_t done, double t)
   p->rate_bytes = done;
 }
 
-static void
-draw (struct progress *p, int percent, uint64_t done, uint64_t total,
-      bool final)
+/* The bytes per second over the whole copy so far: not zero once any
+   bytes have moved. */
+static double
+average_rate (const struct progress *p, uint64_t done)
 {
-  char d[32], t[32], r[32], eta[32] = "";
   double elapsed = now () - p->start;
+  return elapsed > 0 ? done / elapsed : 0;
+}
 
-  human_size_format (done, d, sizeof d);
-  human_size_format (total, t, sizeof t);
-  human_size_format (final && elapsed > 0 ? done / elapsed : p->rate, r,
-                     sizeof r);
-  if (!final && p->rate > 0) {
-    unsigned s = (total - done) / p->rate;
-    snprintf (eta, sizeof eta, ", ETA %u:%02u", s / 60, s % 60);
+/* ", ETA M:SS" for TOTAL - DONE bytes at RATE, or "" if RATE is 0. */
+static void
+format_eta (char *buf, size_t size, uint64_t done, uint64_t total, double rate)
+{
+  *buf = '\0';
+  if (rate > 0 && done <= total) {
+    /* Rounded up: 0:00 only when nothing is left.  Capped, so that a
+       copy that has barely started cannot overflow it. */
+    double left = (total - done) / rate + 0.999;
+    unsigned s = left < 6000000 ? left : 6000000;
+    snprintf (buf, size, ", ETA %u:%02u", s / 60, s % 60);
   }
-  else if (final)
-    snprintf (eta, sizeof eta, " in %.1fs", elapsed);
-  fprintf (stderr, "%s%3d%% %s of %s, %s/s%s%s", p->tty ? "\r" : "", percent, d,
-           t, r, eta, p->tty ? "\033[K" : "\n");
-  if (final && p->tty)
-    fputc ('\n', stderr);
+}
+
+/* The terminal's width, or 0 if not known. */
+static unsigned
+terminal_columns (void)
+{
+  struct winsize ws;
+  return ioctl (2, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+}
+
+/* Draw the bar for DONE of TOTAL bytes, then go back to the start of
+   the line (or, when FINAL, to the next line).  What follows the bar
+   is padded to the widest drawn so far, to cover what a longer one
+   left, and left out if the line would not fit the terminal. */
+static void
+draw_bar (struct progress *p, int percent, uint64_t done, uint64_t total,
+          bool final)
+{
+  char bar[BAR_WIDTH + 1], suffix[64] = "", r[32], eta[32];
+  const char *spin;
+  unsigned stars, columns;
+  int width;
+  double rate;
+
+  /* Rounded up: any work done shows. */
+  double exact = total ? (double) done / total * BAR_WIDTH : 0;
+  stars = exact;
+  if (stars < exact)
+    stars++;
+  if (stars > BAR_WIDTH || final)
+    stars = BAR_WIDTH;
+  if (!final && stars == BAR_WIDTH)
+    stars = BAR_WIDTH - 1; /* a full bar only once flushed */
+  memset (bar, '*', stars);
+  memset (bar + stars, '-', BAR_WIDTH - stars);
+  bar[BAR_WIDTH] = '\0';
+
+  if (final)
+    spin = SPINNER_DONE;
+  else {
+    if (done != p->drawn_done)
+      p->spinner = (p->spinner + 1) % NR_SPINNER;
+    p->drawn_done = done;
+    spin = spinner_chars[p->spinner];
+  }
+
+  if (final) {
+    double elapsed = now () - p->start;
+    human_size_format (average_rate (p, done), r, sizeof r);
+    snprintf (suffix, sizeof suffix, " %s/s in %.1fs", r, elapsed);
+  }
+  else {
+    /* Before the first sample of the smoothed rate, the average. */
+    rate = p->rate > 0 ? p->rate : average_rate (p, done);
+    if (rate > 0) {
+      human_size_format (rate, r, sizeof r);
+      format_eta (eta, sizeof eta, done, total, rate);
+      snprintf (suffix, sizeof suffix, " %s/s%s", r, eta);
+    }
+  }
+  if (strlen (suffix) > p->suffix_width)
+    p->suffix_width = strlen (suffix);
+  width = p->suffix_width;
+  columns = terminal_columns ();
+  if (columns > 0 && BAR_COLUMNS + p->suffix_width >= columns) {
+    *suffix = '\0';
+    width = 0;
+  }
+  fprintf (stderr, "%s %3d%% [%s]%-*s%s", spin, percent, bar, width, suffix,
+           final ? "\n" : "\r");
+  fflush (stderr);
+}
+
+/* Without a terminal: one line for each 10% step that DONE has passed
+   since the last line (several at once if the copy jumped), up to
+   LAST_STEP.  The rate is over the whole copy so far, measured now. */
+static void
+print_steps (struct progress *p, uint64_t done, uint64_t total, int last_step,
+             bool final)
+{
+  char t[32], r[32], eta[32];
+  double rate = average_rate (p, done);
+
+  human_size_format (total, t, sizeof t);
+  human_size_format (rate, r, sizeof r);
+  for (int step = p->last_step + 1; step <= last_step; step++) {
+    if (step == 10 && final)
+      fprintf (stderr, "100%% of %s, %s/s in %.1fs\n", t, r, now () - p->start);
+    else {
+      format_eta (eta, sizeof eta, done, total, rate);
+      fprintf (stderr, "%d%% of %s, %s/s%s\n", step * 10, t, r, eta);
+    }
+    p->last_step = step;
+  }
   fflush (stderr);
 }
 
@@ -123,7 +234,7 @@ void
 progress_update (void *arg, uint64_t done, uint64_t total)
 {
   struct progress *p = arg;
-  int percent = total ? (int) (done * 100 / total) : 100;
+  int percent = total ? (int) ((double) done * 100 / total) : 100;
   double t;
 
   if (!p->enabled)
@@ -141,10 +252,14 @@ progress_update (void *arg, uint64_t done, uint64_t total)
     if (percent > p->last_percent)
       write_fd_line (p, percent);
   }
+  else if (total == 0) {
+    /* An empty copy: nothing to show until it is over (then, without
+       a terminal, all ten lines at once). */
+  }
   else if (p->tty)
-    draw (p, percent, done, total, false);
-  else if (percent / 10 > p->last_percent / 10 || p->last_percent < 0)
-    draw (p, percent, done, total, false);
+    draw_bar (p, percent, done, total, false);
+  else
+    print_steps (p, done, total, percent / 10, false);
   if (percent > p->last_percent)
     p->last_percent = percent;
 }
@@ -161,8 +276,10 @@ progress_finish (struct progress *p, uint64_t done, uint64_t total, bool ok)
   }
   if (ok && p->unknown_size)
     draw_unknown (p, total, true);
+  else if (ok && p->tty)
+    draw_bar (p, 100, total, total, true);
   else if (ok)
-    draw (p, 100, total, total, true);
+    print_steps (p, total, total, 10, true);
   else if (p->tty)
     fputc ('\n', stderr);
 }

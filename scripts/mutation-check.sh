@@ -173,6 +173,29 @@ mutation progress-100-on-failure copy/progress.c \
       write_fd_line (p, 100);' \
 '    write_fd_line (p, 100);'
 
+# -p without a terminal: a copy that passes several 10% steps between
+# two looks prints only the last of them (the lines came at 4, 13,
+# 24, ... before), or rates the lines with the smoothed rate, which is
+# 0 until its first sample ("0 bytes/s").
+mutation progress-lines-last-step-only copy/progress.c \
+'  for (int step = p->last_step + 1; step <= last_step; step++) {' \
+'  for (int step = last_step > p->last_step ? last_step : last_step + 1;
+       step <= last_step; step++) {'
+
+mutation progress-lines-smoothed-rate copy/progress.c \
+'  double rate = average_rate (p, done);' \
+'  double rate = p->rate;'
+
+# -p on a terminal: each redraw on a line of its own instead of over
+# the last one, or a spinner that never turns.
+mutation progress-bar-newline-each copy/progress.c \
+'           final ? "\n" : "\r");' \
+'           "\n");'
+
+mutation progress-bar-spinner-still copy/progress.c \
+'      p->spinner = (p->spinner + 1) % NR_SPINNER;' \
+'      p->spinner = p->spinner % NR_SPINNER;'
+
 mutation stream-lose-tail copy/stream.c \
 '    op_complete_eof (op, got);' \
 '    op_complete_eof (op, 0);'

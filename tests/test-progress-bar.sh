@@ -1,52 +1,102 @@
 #!/bin/bash
-# -p on a terminal redraws one line that reaches 100%; without a
-# terminal it prints plain lines, with no control sequences.  With a
-# stream source (size unknown) it shows bytes and rate only: no percent,
-# no total, no ETA.
+# -p on a terminal draws nbdcopy's bar: a spinner, the percent in three
+# columns and 40 columns of '*' and '-' in brackets, redrawn in place
+# with a carriage return (no escape sequences), followed by the rate and
+# the time left; it ends with a full block, "100% [****...]", the rate
+# and the time taken, and a newline.  On a terminal too narrow for the
+# rate, the bar alone.  With a stream source (size unknown) it shows
+# bytes and rate only: no percent, no total, no ETA.  The copies are
+# checked.  (test-progress-lines.sh checks -p without a terminal.)
 . "${srcdir:-.}/tests/functions.sh"
 requires script
+requires stty
 requires "$QEMU_IMG"
 requires_nbdkit_filter delay
+requires_nbdkit_plugin sparse-random
+requires_nbdkit_plugin pattern
 
-start_nbdkit src -r --filter=delay sparse-random size=256M percent=100 \
-  rdelay=10ms seed=3
-src=$(uri_of "$tmp/src.sock")
+export LC_ALL=C
 
-# Under a pseudo-terminal (script gives the command one).
-script -qfec "$NBDCP -p -C 2 -T 2 -R 2 '$src' null:" "$tmp/typescript" \
-  </dev/null >/dev/null
-grep -q $'\r' "$tmp/typescript" || fail "no redraw (carriage return) on a terminal"
-grep -q '100% 256.0 MiB of 256.0 MiB' "$tmp/typescript" ||
-  fail "the bar did not reach 100%"
+# Slowed down so that the copy takes a second or two: the bar is redrawn
+# every 200 ms.  The twin without the delay serves the same bytes, for
+# qemu-img to compare with quickly.  A smaller one for the stream.
+sr=(sparse-random size=64M percent=100 seed=3)
+start_nbdkit src -r --filter=delay "${sr[@]}" rdelay=20ms
+start_nbdkit ref -r "${sr[@]}"
+src=$(uri_of "$tmp/src.sock") ref=$(uri_of "$tmp/ref.sock")
+ssr=(sparse-random size=16M percent=100 seed=5)
+start_nbdkit ssrc -r --filter=delay "${ssr[@]}" rdelay=20ms
+start_nbdkit sref -r "${ssr[@]}"
 
-# Not a terminal: plain lines only.
-run_nbdcp -p -C 2 -T 2 -R 2 "$src" null: 2>"$tmp/plain"
-grep -q '^100% 256.0 MiB of 256.0 MiB' "$tmp/plain" ||
-  fail "no final 100% line without a terminal"
-if grep -q $'\r\|\033' "$tmp/plain"; then
-  fail "control sequences written when stderr is not a terminal"
+# run_on_terminal FILE COMMAND: run COMMAND under a pseudo-terminal
+# (script gives it one) that passes newlines through as they are
+# (stty -onlcr), and leave in FILE what it wrote, exactly.
+run_on_terminal ()
+{
+  local file=$1 command=$2
+  script -qfec "stty -onlcr; echo BEGIN; $command; echo \"END \$?\"" \
+    "$tmp/typescript" </dev/null >/dev/null
+  grep -aq '^END 0$' "$tmp/typescript" || {
+    cat -A "$tmp/typescript" >&2
+    fail "on a terminal: '$command' failed"
+  }
+  sed -n '/^BEGIN$/,/^END /{/^BEGIN$/d;/^END /d;p}' "$tmp/typescript" >"$file"
+}
+
+# The spinner's characters (UTF-8), and the full block at the end.
+spin="($(printf '\xe2\x96\x9d|\xe2\x96\x90|\xe2\x96\x97|\xe2\x96\x83|\xe2\x96\x96|\xe2\x96\x8d|\xe2\x96\x98|\xe2\x96\x80'))"
+full=$(printf '\xe2\x96\x88')
+rate='[0-9.]+ ([KMGT]iB|bytes)/s'
+running="^$spin (  [0-9]| [1-9][0-9])% \[[*-]{40}\]( $rate, ETA [0-9]+:[0-9]{2})? *\$"
+final="^$full 100% \[\*{40}\] $rate in [0-9.]+s *\$"
+
+run_on_terminal "$tmp/bar" "$NBDCP -p -C 2 -T 2 -R 2 '$src' '$tmp/tty.raw'"
+show () { cat -A "$tmp/bar" >&2; }
+[ "$(wc -l <"$tmp/bar")" -eq 1 ] && [ "$(tail -c 1 "$tmp/bar" | od -An -c)" = '  \n' ] ||
+  { show; fail "the bar is not one line redrawn in place, ended by a newline"; }
+if grep -q $'\033' "$tmp/bar"; then
+  show
+  fail "escape sequences in the bar (nbdcopy's has none)"
 fi
+tr '\r' '\n' <"$tmp/bar" >"$tmp/draws"
+sed '$d' "$tmp/draws" >"$tmp/running"
+[ "$(wc -l <"$tmp/running")" -ge 3 ] || { show; fail "the bar was drawn fewer than 3 times"; }
+grep -Evq "$running" "$tmp/running" &&
+  { show; fail "a redraw is not 'SPINNER NNN% [****----] RATE, ETA M:SS'"; }
+tail -n 1 "$tmp/draws" | grep -Eq "$final" ||
+  { show; fail "the bar did not end with '$full 100% [****...] RATE in TIME'"; }
+[ "$(grep -c '100%' "$tmp/draws")" -eq 1 ] || { show; fail "100% before the end"; }
+# The bar follows the percent (rounded up: any work done shows), only
+# goes up, and the spinner turns as work completes.
+sed -E 's/^[^ ]+ +([0-9]+)% \[(\**)-*\].*/\1 \2/' "$tmp/running" |
+  awk '{ stars = length ($2) }
+       $1 < last || stars < int (0.4 * $1) || stars > 0.4 * $1 + 1.4 || stars > 39 { bad = 1 }
+       { last = $1 } END { exit bad }' ||
+  { show; fail "the bar does not match the percent, or went backwards"; }
+[ "$(cut -d' ' -f1 "$tmp/running" | sort -u | wc -l)" -ge 2 ] ||
+  { show; fail "the spinner did not turn"; }
+grep -Ev ' 0 bytes/s' "$tmp/running" | grep -Eq ", ETA " ||
+  { show; fail "no rate and ETA after the bar"; }
+check_same "$ref" "$tmp/tty.raw" "on a terminal"
+
+# A terminal too narrow for the rate: the bar alone, still one line.
+start_nbdkit small -r pattern size=4M
+run_on_terminal "$tmp/narrow" \
+  "stty cols 60; $NBDCP -p '$(uri_of "$tmp/small.sock")' '$tmp/small.raw'"
+tr '\r' '\n' <"$tmp/narrow" | tail -n 1 |
+  grep -Eq "^$full 100% \[\*{40}\]\$" ||
+  { cat -A "$tmp/narrow" >&2; fail "60 columns: not the bar alone"; }
+check_same "$(uri_of "$tmp/small.sock")" "$tmp/small.raw" "60 columns"
 
 # A stream source (slowed down by the delayed source, read through a
-# pipe), on a terminal and without one; the copies are checked.
-script -qfec "$NBDCP '$src' - | $NBDCP -p - '$tmp/tty.raw'" \
-  "$tmp/stream.typescript" </dev/null >/dev/null
-tr '\r' '\n' <"$tmp/stream.typescript" | grep -a . >"$tmp/stream.lines" || :
+# pipe): bytes and rate, redrawn, and a final line.
+run_on_terminal "$tmp/stream" \
+  "$NBDCP '$(uri_of "$tmp/ssrc.sock")' - | $NBDCP -p - '$tmp/stream.raw'"
+tr '\r' '\n' <"$tmp/stream" | grep -a . >"$tmp/stream.lines" || :
 grep -aq '%\|ETA\| of ' "$tmp/stream.lines" &&
   { cat -A "$tmp/stream.lines" >&2; fail "stream on a terminal: percent, total or ETA shown"; }
 [ "$(grep -ac $'\033\\[K$' "$tmp/stream.lines")" -ge 2 ] ||
   { cat -A "$tmp/stream.lines" >&2; fail "stream on a terminal: no redrawn line"; }
-grep -aEq '^256.0 MiB, [0-9.]+ ([KMGT]iB|bytes)/s in [0-9.]+s' "$tmp/stream.lines" ||
+grep -aEq "^16.0 MiB, $rate in [0-9.]+s" "$tmp/stream.lines" ||
   { cat -A "$tmp/stream.lines" >&2; fail "stream on a terminal: no final line"; }
-"$QEMU_IMG" compare -q -f raw -F raw "$src" "$tmp/tty.raw" ||
-  fail "stream on a terminal: the copy differs"
-run_nbdcp "$src" - | run_nbdcp -p - "$tmp/plain.raw" 2>"$tmp/stream.plain"
-# (a line every 10 s, none here unless the machine is very slow, then
-# the final one)
-unit='[0-9.]+ ([KMGT]iB|bytes)'
-grep -Evq "^$unit, $unit/s\$" <(sed '$d' "$tmp/stream.plain") &&
-  { cat -A "$tmp/stream.plain" >&2; fail "stream without a terminal: a line is not 'BYTES, RATE'"; }
-tail -n 1 "$tmp/stream.plain" | grep -Eq "^256.0 MiB, $unit/s in [0-9.]+s\$" ||
-  { cat -A "$tmp/stream.plain" >&2; fail "stream without a terminal: no final line"; }
-"$QEMU_IMG" compare -q -f raw -F raw "$src" "$tmp/plain.raw" ||
-  fail "stream without a terminal: the copy differs"
+check_same "$(uri_of "$tmp/sref.sock")" "$tmp/stream.raw" "stream on a terminal"
