@@ -72,10 +72,18 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
   set.sparse_size = 0;
   set.checkpoint = 0; /* no retries: it only reads */
   set.retry = 0;
+  /* Block status tells only where nothing need be read: with
+     --verify=full it is not asked, and otherwise a hole or zero extent
+     is believed only where the source was not read (see lane.c). */
+  if (opts->verify_full)
+    set.extents = false;
+  else
+    set.read_where_source_was = source_hash;
   note (set.verbose,
-        "--verify: reading back %" PRIu64 " bytes of %s on %u "
+        "--verify%s: reading back %" PRIu64 " bytes of %s on %u "
         "connection%s",
-        size, dst->spec, set.lanes, set.lanes == 1 ? "" : "s");
+        opts->verify_full ? "=full" : "", size, dst->spec, set.lanes,
+        set.lanes == 1 ? "" : "s");
 
   r = engine_run (&set, dst, sink, size, NULL, NULL, interrupted, stats, hex,
                   &hash, NULL);
