@@ -229,6 +229,13 @@ mutation verify-always-equal copy/verify.c \
 '  if (strcmp (hex, source_hex) != 0) {' \
 '  if (strcmp (hex, source_hex) != 0 && 0) {'
 
+# --bitmap: a dirty zero piece joined by the dirty data piece right
+# after it (one dirty run, two base:allocation extents): the data is
+# zeroed, not copied.
+mutation bitmap-zero-swallows-data copy/extents.c \
+'  if (last && last->clean == clean && (clean || last->zero == zero)) {' \
+'  if (last && last->clean == clean) {'
+
 # --verify believing the destination's holes again where the source had
 # data (issue 27), and --verify=full asking for block status after all.
 mutation verify-trusts-destination-holes copy/lane.c \
