@@ -2,12 +2,14 @@
  *
  * The second pass is an ordinary engine run: the destination, still
  * open, is its source, and a null: endpoint with as many connections
- * its destination, so reading uses every connection, skips what block
- * status says are holes, and hashes exactly as the copy hashed the
- * source.  The copy's flushes have completed before it starts, so what
- * it reads is what the server holds, not only what it was sent (a
- * server that drops writes or returns other data is caught; one that
- * loses data only when it restarts later is not).  The hashes keep one
+ * its destination, so reading uses every connection and hashes exactly
+ * as the copy hashed the source.  It skips what the destination's block
+ * status says are holes only where the copy found holes in the source
+ * too (--verify=full asks for no block status and reads everything).
+ * The copy's flushes have completed before it starts, so what it reads
+ * is what the server holds, not only what it was sent (a server that
+ * drops writes or returns other data is caught; one that loses data
+ * only when it restarts later is not).  The hashes keep one
  * digest per segment, so a difference is reported by segment.
  */
 #include <config.h>
