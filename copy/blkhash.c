@@ -16,6 +16,11 @@
  * md5/1): a slot then keeps the segment's bytes instead, and their
  * digests are made as the slot is fed.  A slot is never more than a
  * segment's bytes, nor more than the disk's.
+ *
+ * For --verify, a slot also records which of its segment's granules
+ * were read from the source (rather than taken as zero from its block
+ * status), and feeding copies that into a map of the whole disk, one
+ * bit per granule, which the verify pass consults (blkhash_read_run).
  */
 #include <config.h>
 
@@ -85,6 +90,25 @@ blkhash_memory (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
 
 #ifdef HAVE_GNUTLS
 
+/* Bytes for N bits. */
+static size_t
+read_bits_bytes (uint64_t n)
+{
+  return (n + 7) / 8;
+}
+
+static bool
+bit_get (const unsigned char *bits, uint64_t i)
+{
+  return bits[i / 8] & (1u << (i % 8));
+}
+
+static void
+bit_set (unsigned char *bits, uint64_t i)
+{
+  bits[i / 8] |= 1u << (i % 8);
+}
+
 enum slot_state { SLOT_FREE, SLOT_HASHING, SLOT_COMPLETE };
 
 struct blkhash_slot {
@@ -92,6 +116,7 @@ struct blkhash_slot {
   uint64_t segment;
   uint64_t bytes;         /* hashed so far; only its lane touches it */
   unsigned char *digests; /* or the segment's bytes (keep_bytes) */
+  unsigned char *read_bits; /* granules read from the source */
 };
 
 struct blkhash {
@@ -118,6 +143,13 @@ struct blkhash {
      sha256.  A stream's grows as it goes (see grow_segment_digests). */
   unsigned char *segment_digests;
   uint64_t segment_digests_room; /* segments it has room for */
+  /* One bit per granule of the disk: the source was read there (its
+     block status said data, or it could not tell).  Sized with
+     segment_digests, granules_per_segment bits a segment. */
+  uint32_t granule;
+  uint64_t granules_per_segment;
+  unsigned char *read_map;
+  unsigned char *read_bits_store;
   bool out_of_memory;
 };
 
@@ -151,20 +183,30 @@ blkhash_new (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
   h->keep_bytes = keeps_bytes (algo, block);
   pthread_mutex_init (&h->lock, NULL);
   per_slot = slot_bytes (algo, block, MIN (segment_size, size));
+  h->granule = MAX (block, (uint32_t) BLKHASH_READ_GRANULE);
+  h->granules_per_segment = segment_size / h->granule;
   h->zeroes = calloc (1, block);
   h->slots = calloc (nslots, sizeof *h->slots);
   h->digest_store = malloc (MAX ((size_t) nslots * per_slot, (size_t) 1));
+  h->read_bits_store
+      = malloc ((size_t) nslots * read_bits_bytes (h->granules_per_segment));
   /* A stream starts with room for 1 GiB worth of segments. */
   h->segment_digests_room
       = nsegments == UINT64_MAX ? 8 : MAX (nsegments, (uint64_t) 1);
   h->segment_digests = malloc (h->segment_digests_room * h->dlen);
-  if (!h->zeroes || !h->slots || !h->digest_store || !h->segment_digests) {
+  h->read_map = calloc (
+      1, read_bits_bytes (h->segment_digests_room * h->granules_per_segment));
+  if (!h->zeroes || !h->slots || !h->digest_store || !h->segment_digests
+      || !h->read_bits_store || !h->read_map) {
     error_set ("out of memory for --blkhash digests");
     blkhash_free (h);
     return NULL;
   }
-  for (unsigned i = 0; i < nslots; i++)
+  for (unsigned i = 0; i < nslots; i++) {
     h->slots[i].digests = h->digest_store + i * per_slot;
+    h->slots[i].read_bits
+        = h->read_bits_store + i * read_bits_bytes (h->granules_per_segment);
+  }
   r = gnutls_hash_fast (h->galgo, h->zeroes, block, h->zero_digest);
   if (r == 0)
     r = gnutls_hash_init (&h->final, h->galgo);
@@ -196,6 +238,8 @@ blkhash_free (struct blkhash *h)
   free (h->slots);
   free (h->digest_store);
   free (h->segment_digests);
+  free (h->read_map);
+  free (h->read_bits_store);
   free (h);
 }
 
@@ -253,6 +297,8 @@ static bool
 grow_segment_digests (struct blkhash *h, uint64_t segment)
 {
   uint64_t room = h->segment_digests_room;
+  size_t old_map = read_bits_bytes (room * h->granules_per_segment);
+  size_t new_map;
   unsigned char *p;
 
   if (segment < room)
@@ -265,6 +311,14 @@ grow_segment_digests (struct blkhash *h, uint64_t segment)
     return false;
   }
   h->segment_digests = p;
+  new_map = read_bits_bytes (room * h->granules_per_segment);
+  p = realloc (h->read_map, new_map);
+  if (!p) {
+    h->out_of_memory = true;
+    return false;
+  }
+  memset (p + old_map, 0, new_map - old_map);
+  h->read_map = p;
   h->segment_digests_room = room;
   return true;
 }
@@ -337,6 +391,12 @@ feed_ready (struct blkhash *h, uint64_t size)
           gnutls_hash_fast (h->galgo, s->digests, len,
                             h->segment_digests + s->segment * h->dlen);
       }
+      if (grow_segment_digests (h, s->segment)) {
+        uint64_t first = s->segment * h->granules_per_segment;
+        for (uint64_t g = 0; g < h->granules_per_segment; g++)
+          if (bit_get (s->read_bits, g))
+            bit_set (h->read_map, first + g);
+      }
       s->state = SLOT_FREE;
       h->next_feed++;
       fed = true;
@@ -366,6 +426,7 @@ blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
       s->state = SLOT_HASHING;
       s->segment = *index;
       s->bytes = 0;
+      memset (s->read_bits, 0, read_bits_bytes (h->granules_per_segment));
       hl->slots[hl->nslots++] = s;
     }
   }
@@ -407,6 +468,12 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
       digest_block (h, (gnutls_hash_hd_t) hl->ctx, data ? data + pos : NULL, n,
                     s->digests + i * h->dlen);
     }
+  if (data && len > 0) {
+    uint64_t start = offset - segment * h->segment_size;
+    for (uint64_t g = start / h->granule; g <= (start + len - 1) / h->granule;
+         g++)
+      bit_set (s->read_bits, g);
+  }
   s->bytes += len;
   if (s->bytes < segment_len (h, segment, size))
     return;
@@ -478,6 +545,23 @@ blkhash_first_difference (const struct blkhash *a, const struct blkhash *b)
   return a->next_feed == b->next_feed ? UINT64_MAX : n;
 }
 
+uint64_t
+blkhash_read_run (const struct blkhash *h, uint64_t offset, uint64_t len,
+                  bool *read)
+{
+  uint64_t end = offset + len;
+  uint64_t known = h->next_feed * h->granules_per_segment;
+  uint64_t g = offset / h->granule;
+  /* Past what was fed nothing is known: read it. */
+  bool first = g >= known || bit_get (h->read_map, g);
+
+  *read = first;
+  for (g++; g * h->granule < end; g++)
+    if ((g >= known || bit_get (h->read_map, g)) != first)
+      return g * h->granule - offset;
+  return len;
+}
+
 #else /* !HAVE_GNUTLS */
 
 struct blkhash {
@@ -544,6 +628,14 @@ blkhash_first_difference (const struct blkhash *a, const struct blkhash *b)
 void
 blkhash_restart_segment (struct blkhash_lane *hl, uint64_t segment)
 {
+}
+
+uint64_t
+blkhash_read_run (const struct blkhash *h, uint64_t offset, uint64_t len,
+                  bool *read)
+{
+  *read = true;
+  return len;
 }
 
 #endif

@@ -22,6 +22,9 @@ enum blkhash_algo { BLKHASH_MD5, BLKHASH_SHA1, BLKHASH_SHA256, BLKHASH_SHA512 };
 /* Digest slots are limited to this much memory in all (but there are
    always at least two). */
 #define BLKHASH_MAX_MEMORY ((uint64_t) 64 * 1024 * 1024)
+/* Where the source was read is recorded in granules of this many bytes
+   (or the hash block, if larger): 2 MiB of memory per TiB of disk. */
+#define BLKHASH_READ_GRANULE (64 * 1024)
 
 /* ALGO's name, or NULL; and the algorithm named NAME, or -1. */
 const char *blkhash_algo_name (int algo);
@@ -96,5 +99,16 @@ int blkhash_finish (struct blkhash *h, uint64_t size, char *out);
  */
 uint64_t blkhash_first_difference (const struct blkhash *a,
                                    const struct blkhash *b);
+
+/* After blkhash_finish: whether the source was read (its block status
+ * said data, or it could not tell) or taken as zero (a hole or zero
+ * extent) at OFFSET, into *READ, and for how many bytes from OFFSET, at
+ * most LEN, that stays so.  Kept per granule (BLKHASH_READ_GRANULE, or
+ * the hash block if larger): a granule the source was read in anywhere
+ * counts as read.  For --verify: where the source was read, the
+ * destination is read back whatever its block status claims.
+ */
+uint64_t blkhash_read_run (const struct blkhash *h, uint64_t offset,
+                           uint64_t len, bool *read);
 
 #endif

@@ -277,15 +277,15 @@ lane_zero (struct lane *l, struct op *op, struct buffer *b, uint64_t offset,
   return 0;
 }
 
-/* Issue what can be issued for zero extent E.  Returns 0 on progress,
- * 1 if out of request slots, -1 on failure.
+/* Issue what can be issued for zero extent E, at most MAX bytes of it.
+ * Returns 0 on progress, 1 if out of request slots, -1 on failure.
  */
 static int
-lane_issue_zero_extent (struct lane *l, struct extent *e)
+lane_issue_zero_extent (struct lane *l, struct extent *e, uint64_t max)
 {
   struct job *job = l->job;
   struct op *op;
-  uint64_t len = e->length;
+  uint64_t len = MIN (e->length, max);
 
   if (l->set->destination_is_zero) {
     if (job->hash)
@@ -330,15 +330,16 @@ lane_skip_clean (struct lane *l, struct extent *e)
   lane_advance (l, e, len);
 }
 
-/* Start reading the next piece of data extent E into a free buffer.
- * Returns 0 on progress, 1 if out of buffers or queue space, -1 on
- * failure.
+/* Start reading the next piece of extent E, at most MAX bytes of it,
+ * into a free buffer.  Returns 0 on progress, 1 if out of buffers or
+ * queue space, -1 on failure.
  */
 static int
-lane_issue_read (struct lane *l, struct extent *e)
+lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
 {
   struct job *job = l->job;
-  uint32_t len = MIN (e->length, (uint64_t) l->set->request_size);
+  uint64_t want = MIN (e->length, max);
+  uint32_t len = MIN (want, (uint64_t) l->set->request_size);
   struct buffer *b;
   int index;
 
@@ -370,6 +371,22 @@ lane_issue_read (struct lane *l, struct extent *e)
   if (b->read.eof)
     l->eof = true;
   return 0;
+}
+
+/* --verify's pass: zero extent E of the destination is believed only
+ * where the copy found the source a hole or zero too; where the source
+ * was read, the destination is read, whatever it says.  The record is
+ * kept in whole granules (multiples of the hash block), so the pieces
+ * split no hash block.
+ */
+static int
+lane_issue_claimed_zero (struct lane *l, struct extent *e)
+{
+  bool read;
+  uint64_t n = blkhash_read_run (l->set->read_where_source_was, e->offset,
+                                 e->length, &read);
+
+  return read ? lane_issue_read (l, e, n) : lane_issue_zero_extent (l, e, n);
 }
 
 /* The current segment is finished (--checkpoint): it waits for a flush. */
@@ -462,7 +479,12 @@ lane_issue (struct lane *l)
       lane_skip_clean (l, e);
       continue;
     }
-    r = e->zero ? lane_issue_zero_extent (l, e) : lane_issue_read (l, e);
+    if (!e->zero)
+      r = lane_issue_read (l, e, UINT64_MAX);
+    else if (l->set->read_where_source_was)
+      r = lane_issue_claimed_zero (l, e);
+    else
+      r = lane_issue_zero_extent (l, e, UINT64_MAX);
     if (r != 0)
       return;
   }

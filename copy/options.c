@@ -74,7 +74,7 @@ static const struct option long_options[] = {
   { "timeout", required_argument, NULL, TIMEOUT_OPTION },
   { "threads", required_argument, NULL, 'T' },
   { "verbose", no_argument, NULL, 'v' },
-  { "verify", no_argument, NULL, VERIFY_OPTION },
+  { "verify", optional_argument, NULL, VERIFY_OPTION },
   { "version", no_argument, NULL, 'V' },
   { "long-options", no_argument, NULL, LONG_OPTIONS_OPTION },
   { "short-options", no_argument, NULL, SHORT_OPTIONS_OPTION },
@@ -169,10 +169,14 @@ print_help (void)
           "64K)\n"
           "      --blkhash-file=FILE  write the checksum to FILE, not stdout\n"
           "                           (implies --blkhash)\n"
-          "      --verify             after the copy, read the destination "
+          "      --verify[=full]      after the copy, read the destination "
           "back\n"
           "                           and fail unless its blkhash is the\n"
-          "                           source's (the --blkhash ALGO/BLOCKSIZE)\n"
+          "                           source's (the --blkhash "
+          "ALGO/BLOCKSIZE);\n"
+          "                           holes it claims are read anyway where\n"
+          "                           the source had data; =full reads every\n"
+          "                           byte, asking no block status\n"
           "      --stats[=json]       print what was copied, zeroed and "
           "skipped\n"
           "                           at the end (as one JSON object with "
@@ -485,6 +489,10 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
       break;
     case VERIFY_OPTION:
       opts->verify = true;
+      if (optarg && strcmp (optarg, "full") == 0)
+        opts->verify_full = true;
+      else if (optarg && strcmp (optarg, "data") != 0)
+        return bad ("--verify: '%s' is not 'data' or 'full'", optarg);
       break;
     case RETRY_OPTION:
       if (parse_count ("--retry", optarg, 0, 1000, &opts->retry))

@@ -43,6 +43,8 @@ struct options {
   const char *blkhash_file; /* --blkhash-file, else NULL: stdout */
   bool verify;              /* --verify: read the destination back and
                                compare its blkhash with the source's */
+  bool verify_full;         /* --verify=full: read all of it, asking no
+                               block status */
   unsigned retry;           /* --retry: reconnects per broken connection */
   int64_t retry_delay_ms;   /* --retry-delay: the first wait */
   int64_t checkpoint;       /* --checkpoint: bytes between a lane's

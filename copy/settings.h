@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "blkhash.h"
 #include "endpoint.h"
 #include "options.h"
 
@@ -35,6 +36,10 @@ struct settings {
   int64_t timeout_ms;     /* --timeout, 0 = none */
   const char *bitmap;     /* --bitmap NAME: copy only its dirty ranges */
   uint64_t dirty_bytes;   /* --bitmap: what will be copied (bitmap.c) */
+  /* --verify's pass: the copy's hash of the source, whose record of
+     where the source was read (blkhash_read_run) overrules the zero
+     extents of the pass's source, the destination; else NULL. */
+  const struct blkhash *read_where_source_was;
 };
 
 /* Fill S from OPTS and the opened endpoints.  Returns -1 after

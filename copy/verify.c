@@ -2,12 +2,14 @@
  *
  * The second pass is an ordinary engine run: the destination, still
  * open, is its source, and a null: endpoint with as many connections
- * its destination, so reading uses every connection, skips what block
- * status says are holes, and hashes exactly as the copy hashed the
- * source.  The copy's flushes have completed before it starts, so what
- * it reads is what the server holds, not only what it was sent (a
- * server that drops writes or returns other data is caught; one that
- * loses data only when it restarts later is not).  The hashes keep one
+ * its destination, so reading uses every connection and hashes exactly
+ * as the copy hashed the source.  It skips what the destination's block
+ * status says are holes only where the copy found holes in the source
+ * too (--verify=full asks for no block status and reads everything).
+ * The copy's flushes have completed before it starts, so what it reads
+ * is what the server holds, not only what it was sent (a server that
+ * drops writes or returns other data is caught; one that loses data
+ * only when it restarts later is not).  The hashes keep one
  * digest per segment, so a difference is reported by segment.
  */
 #include <config.h>
@@ -72,10 +74,18 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
   set.sparse_size = 0;
   set.checkpoint = 0; /* no retries: it only reads */
   set.retry = 0;
+  /* Block status tells only where nothing need be read: with
+     --verify=full it is not asked, and otherwise a hole or zero extent
+     is believed only where the source was not read (see lane.c). */
+  if (opts->verify_full)
+    set.extents = false;
+  else
+    set.read_where_source_was = source_hash;
   note (set.verbose,
-        "--verify: reading back %" PRIu64 " bytes of %s on %u "
+        "--verify%s: reading back %" PRIu64 " bytes of %s on %u "
         "connection%s",
-        size, dst->spec, set.lanes, set.lanes == 1 ? "" : "s");
+        opts->verify_full ? "=full" : "", size, dst->spec, set.lanes,
+        set.lanes == 1 ? "" : "s");
 
   r = engine_run (&set, dst, sink, size, NULL, NULL, interrupted, stats, hex,
                   &hash, NULL);

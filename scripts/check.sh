@@ -22,8 +22,8 @@ tsan_tests="tests/test-sparse-random-copy.sh tests/test-checkwrite.sh
   tests/test-flush-every-connection.sh tests/test-file-endpoints.sh
   tests/test-timeout.sh tests/test-interrupt.sh
   tests/test-stress-tiny-requests.sh tests/test-blkhash.sh
-  tests/test-verify.sh tests/test-retry.sh tests/test-resume.sh
-  tests/test-bitmap.sh tests/test-blkhash-small-blocks.sh
+  tests/test-verify.sh tests/test-verify-lying-holes.sh tests/test-retry.sh
+  tests/test-resume.sh tests/test-bitmap.sh tests/test-blkhash-small-blocks.sh
   tests/test-progress-lines.sh"
 
 passed=0 failed=0 skipped=0 rc=0

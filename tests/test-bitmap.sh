@@ -128,7 +128,11 @@ grep -q '"dirty_bytes": 0, "clean_bytes": 314572800' "$tmp/empty.err" ||
 "$QEMU_IMG" bitmap --remove "$src" empty
 
 # The guest's writes: data, zeroes, discards; a 4K write (one 64K
-# granule), runs across the 128M and 256M segment boundaries, the end.
+# granule), runs across the 128M and 256M segment boundaries, the end;
+# and over old data, zeroes at 14M with new data right after them at
+# 15M: one dirty run that base:allocation splits into a zero extent and
+# a data extent (both must reach the destination, which holds 0x11
+# there).
 writes=(
   "$((1 * M)) $((4 * K))"
   "$((5 * M + 100 * K)) $((300 * K))"
@@ -138,6 +142,8 @@ writes=(
   "$((200 * M)) $((64 * K))"
   "$((255 * M)) $((2 * M))"
   "$((299 * M + 960 * K)) $((64 * K))"
+  "$((14 * M)) $((M))"
+  "$((15 * M)) $((M))"
 )
 qemu-io -f qcow2 \
   -c "write -P 0x55 ${writes[0]}" \
@@ -148,6 +154,8 @@ qemu-io -f qcow2 \
   -c "write -P 0x88 ${writes[5]}" \
   -c "write -z ${writes[6]}" \
   -c "write -P 0x99 ${writes[7]}" \
+  -c "write -z ${writes[8]}" \
+  -c "write -P 0xaa ${writes[9]}" \
   "$src" >/dev/null
 
 # The oracle itself: nbdinfo's dirty map is what the test wrote.
@@ -157,6 +165,17 @@ cmp -s "$tmp/expected" "$tmp/nbdinfo" || {
   cat "$tmp/expected" "$tmp/nbdinfo" >&2
   fail "nbdinfo's dirty map is not what was written"
 }
+
+# ... in which 14M-16M is one dirty run, and base:allocation says zero
+# for its first half, data for its second.
+grep -q "^$((14 * M)) $((2 * M))\$" "$tmp/nbdinfo" ||
+  fail "14M-16M is not one dirty run: $(cat "$tmp/nbdinfo")"
+nbdinfo --map -- [ "$QEMU_NBD" -r -f qcow2 "$src" ] >"$tmp/alloc.map"
+awk -v z=$((14 * M)) -v d=$((15 * M)) -v e=$((16 * M)) '
+  $1 <= z && z < $1 + $2 && $1 + $2 >= d && $3 % 4 >= 2 { zero = 1 }
+  $1 <= d && d < $1 + $2 && $1 + $2 >= e && $3 % 4 < 2 { data = 1 }
+  END { exit !(zero && data) }' "$tmp/alloc.map" ||
+  fail "14M-15M is not zero and 15M-16M data: $(cat "$tmp/alloc.map")"
 
 incremental inc "$src" "$tmp/full.raw" b0 -v --stats=json
 dirty=$(awk '{ n += $2 } END { printf "%.0f", n }' "$tmp/inc.dirty")
