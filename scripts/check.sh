@@ -23,7 +23,7 @@ tsan_tests="tests/test-sparse-random-copy.sh tests/test-checkwrite.sh
   tests/test-timeout.sh tests/test-interrupt.sh
   tests/test-stress-tiny-requests.sh tests/test-blkhash.sh
   tests/test-verify.sh tests/test-retry.sh tests/test-resume.sh
-  tests/test-bitmap.sh"
+  tests/test-bitmap.sh tests/test-retry-blkhash.sh"
 
 passed=0 failed=0 skipped=0 rc=0
 summary=()
