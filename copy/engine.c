@@ -472,9 +472,9 @@ engine_result (struct engine *e, struct copy_stats *stats)
     error_set ("%s", job->error);
     return -1;
   }
-  return job_check_accounting (
-      job, stats->data_bytes + stats->zero_bytes + stats->skipped_bytes
-               + stats->resumed_bytes - stats->redone_bytes);
+  return job_check_accounting (job, stats->data_bytes + stats->zero_bytes
+                                        + stats->skipped_bytes
+                                        + stats->resumed_bytes);
 }
 
 static void

@@ -417,6 +417,7 @@ lane_flushed (struct lane *l)
     job_fail_text (job, error_get ());
   l->nunflushed = 0;
   l->unflushed_bytes = 0;
+  l->stats_at_flush = l->stats;
 }
 
 /* Flush the destination connection, then go on to NEXT's successor:
@@ -690,6 +691,10 @@ lane_schedule_retry (struct lane *l)
 /* After a reconnection: the unflushed segments and the current one are
  * copied again from their start, since the server may have lost any
  * write it had not flushed; what was counted for them is forgotten.
+ * They are exactly what the lane counted since its last flush, so its
+ * stats go back to what they were then, and the bytes forgotten are
+ * counted as redone instead: data, zeroed and skipped count each byte
+ * once, as the attempt that stuck wrote it.
  */
 static void
 lane_rewind (struct lane *l)
@@ -706,6 +711,7 @@ lane_rewind (struct lane *l)
     if (job->hash)
       blkhash_restart_segment (&l->hash, l->redo[i]);
   }
+  stats_rewind (&l->stats, &l->stats_at_flush);
   l->nunflushed = 0;
   l->unflushed_bytes = 0;
   l->segment = NO_SEGMENT;

@@ -95,6 +95,9 @@ struct lane {
   unsigned nunflushed;
   uint64_t unflushed_bytes;
   uint64_t *redo; /* to copy again, taken before new segments */
+  /* The stats at the last successful flush: a rewind takes the counts
+     back to them, since everything counted since is copied again. */
+  struct copy_stats stats_at_flush;
   unsigned nredo;
   bool broken;          /* a connection broke: recover once drained */
   char broken_why[512]; /* the first failure that showed it */

@@ -2,10 +2,10 @@
  * object on one line of stderr).  Every byte of the source is counted
  * once as data written, zeroed, skipped (--destination-is-zero), or
  * resumed (done by an earlier run, --resume), so those four add up to
- * the size, less what was redone: bytes copied again after a reconnect
- * (--retry) are counted each time they are copied.  "holes" says how
- * much of the zeroed or skipped part was never read because the source
- * reported it as zero.
+ * the size.  After a reconnect (--retry) they count what the attempt
+ * that stuck did; the earlier attempts of the bytes copied again are
+ * "redone", apart.  "holes" says how much of the zeroed or skipped
+ * part was never read because the source reported it as zero.
  * With --bitmap, the skipped bytes include the clean ones, and the
  * dirty bytes are what was copied (written or zeroed).
  */
@@ -53,8 +53,8 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
         human_size_format (s->resumed_bytes, g, sizeof g), s->resumed_bytes);
   if (s->retries || s->redone_bytes)
     fprintf (stderr,
-             "  redone         %s (%" PRIu64 " bytes, after %u "
-             "reconnection%s)\n",
+             "  redone         %s (%" PRIu64 " bytes copied again "
+             "after %u reconnection%s, not counted above)\n",
              human_size_format (s->redone_bytes, h, sizeof h), s->redone_bytes,
              s->retries, s->retries == 1 ? "" : "s");
   if (ctx->bitmap)
@@ -117,6 +117,16 @@ stats_add (struct copy_stats *sum, const struct copy_stats *s)
   sum->retries += s->retries;
   sum->clean_bytes += s->clean_bytes;
   sum->requests += s->requests;
+}
+
+void
+stats_rewind (struct copy_stats *s, const struct copy_stats *mark)
+{
+  s->data_bytes = mark->data_bytes;
+  s->zero_bytes = mark->zero_bytes;
+  s->skipped_bytes = mark->skipped_bytes;
+  s->hole_bytes = mark->hole_bytes;
+  s->clean_bytes = mark->clean_bytes;
 }
 
 void

@@ -15,7 +15,8 @@ struct copy_stats {
   uint64_t hole_bytes;    /* of the source, never read (extents) */
   uint64_t resumed_bytes; /* done by an earlier run (--resume): skipped */
   uint64_t redone_bytes;  /* copied, then copied again after a reconnect
-                             (--retry): counted twice above */
+                             (--retry): the attempts thrown away, not
+                             counted above */
   unsigned retries;       /* reconnections made (--retry) */
   uint64_t clean_bytes;   /* --bitmap: of the skipped, those clean in the
                              bitmap (neither read nor written) */
@@ -27,6 +28,13 @@ struct copy_stats {
 
 /* Add S's counts (data, zero, skipped, holes, clean, requests) to SUM. */
 void stats_add (struct copy_stats *sum, const struct copy_stats *s);
+
+/* --retry: what was counted since MARK (S's earlier value) is to be
+ * copied again: take S's data, zeroed, skipped, holes and clean counts
+ * back to MARK's.  The others (requests, resumed, redone, retries)
+ * stay.
+ */
+void stats_rewind (struct copy_stats *s, const struct copy_stats *mark);
 
 struct stats_context {
   unsigned src_connections, dst_connections;

@@ -17,14 +17,26 @@ top=$PWD
 install_deps || exit 1
 
 # Multi-threaded copies, for ThreadSanitizer.
-tsan_tests="tests/test-sparse-random-copy.sh tests/test-checkwrite.sh
-  tests/test-limited-clients.sh tests/test-server-errors.sh
-  tests/test-flush-every-connection.sh tests/test-file-endpoints.sh
-  tests/test-timeout.sh tests/test-interrupt.sh
-  tests/test-stress-tiny-requests.sh tests/test-blkhash.sh
-  tests/test-verify.sh tests/test-verify-lying-holes.sh tests/test-retry.sh
-  tests/test-resume.sh tests/test-bitmap.sh tests/test-blkhash-small-blocks.sh
-  tests/test-progress-lines.sh"
+tsan_tests="
+  tests/test-bitmap.sh
+  tests/test-blkhash-small-blocks.sh
+  tests/test-blkhash.sh
+  tests/test-checkwrite.sh
+  tests/test-file-endpoints.sh
+  tests/test-flush-every-connection.sh
+  tests/test-interrupt.sh
+  tests/test-limited-clients.sh
+  tests/test-progress-lines.sh
+  tests/test-resume.sh
+  tests/test-retry-blkhash.sh
+  tests/test-retry.sh
+  tests/test-server-errors.sh
+  tests/test-sparse-random-copy.sh
+  tests/test-stress-tiny-requests.sh
+  tests/test-timeout.sh
+  tests/test-verify-lying-holes.sh
+  tests/test-verify.sh
+"
 
 passed=0 failed=0 skipped=0 rc=0
 summary=()

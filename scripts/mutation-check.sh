@@ -289,6 +289,22 @@ mutation retry-redo-in-progress-only copy/lane.c \
 ' \
 ''
 
+# --retry with --blkhash: a segment copied again keeps counting the
+# first attempt's hashed bytes, so its digest slot is complete before
+# every block was hashed again (issue 27, item 1): a wrong checksum over
+# a correct copy.
+mutation retry-hash-count-kept copy/blkhash.c \
+'      hl->slots[k]->bytes = 0;' \
+'      (void) 0;'
+
+# --stats after a reconnection counting the bytes copied again in data
+# and zeroed as well as in redone, so that they add up to more than the
+# size (issue 27, item 6).
+mutation retry-stats-count-redone copy/lane.c \
+'  stats_rewind (&l->stats, &l->stats_at_flush);
+' \
+''
+
 mutation resume-ignores-journal copy/lane.c \
 '    if (!job->journal || !journal_is_done (job->journal, index))' \
 '    if (true)'

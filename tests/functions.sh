@@ -218,3 +218,73 @@ ends_within ()
   cat "$tmp/err" >&2
   return 1
 }
+
+# start_breaking_nbdkit NAME FILE FROM AT: serve FILE (writable, at its
+# size) on $tmp/NAME.sock through nbdkit's sh plugin, which kills the
+# server with SIGKILL (every connection breaks at once, nothing is
+# flushed) on the first write or zero request at offset FROM or later
+# that lies AT bytes or more into its 128 MiB segment: a break at a
+# known place, in the middle of a segment, however fast the copy runs.
+# Until then it stores what it is sent in FILE.  $tmp/NAME.broken
+# appears when it has broken.  Slow (a process per request): for the
+# part of a copy before the break; restart_broken_nbdkit serves the rest.
+start_breaking_nbdkit ()
+{
+  local name=$1 file=$2 from=$3 at=$4
+  cat >"$tmp/$name.sh" <<EOF
+#!/usr/bin/env bash
+f='$file'
+case "\$1" in
+get_size) stat -L -c %s "\$f" ;;
+can_write | can_zero | can_trim | can_flush | can_multi_conn) exit 0 ;;
+thread_model) echo parallel ;;
+flush) exit 0 ;;
+pwrite | zero | trim)
+  if [ "\$4" -ge $from ] && [ \$((\$4 % (128 << 20))) -ge $at ] &&
+    mkdir "$tmp/$name.broken" 2>/dev/null; then
+    kill -9 \$PPID
+    exit 1
+  fi
+  case "\$1" in
+  pwrite)
+    dd of="\$f" bs=64K iflag=fullblock oflag=seek_bytes seek="\$4" \\
+      conv=notrunc status=none
+    ;;
+  *)
+    fallocate -p -o "\$4" -l "\$3" "\$f" 2>/dev/null ||
+      head -c "\$3" /dev/zero | dd of="\$f" bs=64K iflag=fullblock \\
+        oflag=seek_bytes seek="\$4" conv=notrunc status=none
+    ;;
+  esac
+  ;;
+*) exit 2 ;;
+esac
+EOF
+  chmod +x "$tmp/$name.sh"
+  rm -rf "$tmp/$name.broken"
+  start_nbdkit "$name" sh "$tmp/$name.sh"
+  eval "_breaking_pid_$name=${_pids[-1]}"
+  # It is killed on purpose: no "Killed" report from bash.
+  disown "${_pids[-1]}"
+}
+
+# restart_broken_nbdkit NAME ARGS...: wait (60 s at most) for the server
+# of start_breaking_nbdkit NAME to break and end, then start nbdkit ARGS
+# on the same socket.
+restart_broken_nbdkit ()
+{
+  local name=$1 i pid
+  shift
+  eval "pid=\$_breaking_pid_$name"
+  for i in $(seq 1 600); do
+    [ -d "$tmp/$name.broken" ] && break
+    sleep 0.1
+  done
+  [ -d "$tmp/$name.broken" ] || fail "$name: the server never broke"
+  for i in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  rm -f "$tmp/$name.sock"
+  start_nbdkit "$name" "$@"
+}
