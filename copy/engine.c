@@ -282,7 +282,10 @@ job_abort_connections (struct job *job)
 }
 
 /* Wait for the workers, calling PROGRESS now and then; turn a signal
- * into a failure, and cut the connections once the job is aborted.
+ * into a failure, cut the connections once the job is aborted, and
+ * write --resume's journal when lanes have handed it flushed segments
+ * (here, so that no worker waits for fdatasync; a failure to write it
+ * fails the copy).
  */
 static void
 job_wait (struct job *job, progress_fn progress, void *progress_arg)
@@ -307,6 +310,12 @@ job_wait (struct job *job, progress_fn progress, void *progress_arg)
       pthread_mutex_unlock (&job->lock);
       job_fail_text (job, why);
       atomic_store (&job->abort, true);
+      pthread_mutex_lock (&job->lock);
+    }
+    if (job->journal && journal_pending (job->journal)) {
+      pthread_mutex_unlock (&job->lock);
+      if (journal_write (job->journal) == -1)
+        job_fail_text (job, error_get ());
       pthread_mutex_lock (&job->lock);
     }
     if (atomic_load (&job->abort) && !aborted) {
@@ -477,6 +486,30 @@ engine_result (struct engine *e, struct copy_stats *stats)
                                         + stats->resumed_bytes);
 }
 
+/* Once the workers have ended: what the lanes flushed last goes into
+ * --resume's journal, whether or not the copy succeeded (a rerun after
+ * a failure then copies less; after a success main removes the file).
+ * RET is the copy's result so far; a failure to write makes it -1,
+ * and a copy that had already failed keeps its message first.
+ */
+static int
+engine_write_journal (struct job *job, int ret)
+{
+  char failure[1024], why[1024];
+
+  if (!job->journal)
+    return ret;
+  if (ret == -1)
+    snprintf (failure, sizeof failure, "%s", error_get ());
+  if (journal_write (job->journal) == 0)
+    return ret;
+  if (ret == -1) {
+    snprintf (why, sizeof why, "%s", error_get ());
+    error_set ("%s; and %s", failure, why);
+  }
+  return -1;
+}
+
 static void
 engine_teardown (struct engine *e)
 {
@@ -546,6 +579,7 @@ engine_run (const struct settings *set, struct endpoint *src,
     for (unsigned i = 0; i < e.started; i++)
       pthread_join (e.workers[i].thread, NULL);
     ret = engine_result (&e, stats);
+    ret = engine_write_journal (&e.job, ret);
     if (ret == 0 && e.job.hash
         && blkhash_finish (e.job.hash, stats->total_bytes, hash_out) == -1)
       ret = -1;

@@ -57,6 +57,16 @@ job_fail_text (struct job *job, const char *text)
 }
 
 void
+job_segments_flushed (struct job *job, const uint64_t *segments, unsigned n)
+{
+  journal_hand_in (job->journal, segments, n);
+  /* Without the lock: at worst the signal comes while job_wait is
+     between its checks, and the journal is written at its next
+     wake-up, at most 200 ms later. */
+  pthread_cond_signal (&job->workers_changed);
+}
+
+void
 job_count_done (struct job *job, uint64_t offset, uint64_t bytes)
 {
   atomic_fetch_add_explicit (&job->bytes_done, bytes, memory_order_relaxed);

@@ -31,7 +31,9 @@ struct job {
   bool ordered;            /* the destination is a stream */
   const char *zero_buffer; /* for destinations that cannot zero */
   struct blkhash *hash;    /* --blkhash, or NULL */
-  struct journal *journal; /* --resume, or NULL */
+  struct journal *journal; /* --resume, or NULL: lanes only hand it
+                              segments (job_segments_flushed); the main
+                              thread writes it (job_wait) */
 
   atomic_uint_fast64_t next_segment;
   atomic_uint_fast64_t bytes_done; /* written, zeroed or skipped */
@@ -47,8 +49,8 @@ struct job {
   atomic_bool abort; /* in-flight requests must be cut off */
   const volatile sig_atomic_t *interrupted;
 
-  pthread_mutex_t lock; /* guards the fields below */
-  pthread_cond_t workers_changed;
+  pthread_mutex_t lock;           /* guards the fields below */
+  pthread_cond_t workers_changed; /* or segments were flushed */
   unsigned workers_running;
   bool failed;
   int error_code; /* errno of the first failure, or 0 */
@@ -109,6 +111,13 @@ void job_count_clean (struct job *job, uint64_t offset, uint64_t bytes);
  * --bitmap only dirty bytes are work: clean ones cost nothing.
  */
 void job_progress (struct job *job, uint64_t *done, uint64_t *total);
+
+/* A lane's destination connection was flushed after SEGMENTS[0..N)
+ * were finished: hand them to --resume's journal and wake the main
+ * thread, which writes it.  No lock, no allocation.
+ */
+void job_segments_flushed (struct job *job, const uint64_t *segments,
+                           unsigned n);
 
 /* Once the workers have ended: were all the job's bytes accounted for
  * exactly once, DONE_BYTES in all?  -1 after error_set() if not.

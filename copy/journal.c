@@ -6,9 +6,12 @@
  *   ...                    (the copy's identity, as main builds it)
  *   done 0-17,19,22-23     (finished segments, in ranges)
  *
- * It is rewritten whole at each checkpoint: a few hundred bytes, written
- * to PATH.tmp, synced and renamed over PATH, so that a crash at any
- * moment leaves either the old journal or the new one.
+ * It is rewritten whole when lanes have handed in flushed segments: a
+ * few hundred bytes, written to PATH.tmp, synced and renamed over PATH,
+ * and the directory synced, so that a crash at any moment leaves either
+ * the old journal or the new one.  Only the main thread writes it (see
+ * journal.h): fdatasync and fsync take milliseconds, which a worker
+ * would spend not issuing requests.
  */
 #include <config.h>
 
@@ -47,8 +50,8 @@ parse_done (struct journal *j, const char *list)
         || (*end && *end != ','))
       return -1;
     for (uint64_t i = a; i <= b; i++)
-      if (!j->done[i]) {
-        j->done[i] = 1;
+      if (!journal_is_done (j, i)) {
+        atomic_store_explicit (&j->done[i], 1, memory_order_relaxed);
         j->ndone++;
       }
     p = *end ? end + 1 : end;
@@ -102,31 +105,27 @@ out:
   return r;
 }
 
-/* Write the journal to PATH.tmp, sync it, and rename it over PATH.
- * Called with the lock held (or before the copy starts).
- */
+/* save's failure: "--resume: journal PATH: WHAT failed: strerror(ERR)". */
 static int
-save (struct journal *j)
+save_failed (struct journal *j, const char *what, const char *name, int err)
 {
-  char tmp[4096];
-  FILE *fp;
-  int fd, r;
+  error_set ("--resume: journal %s: %s %s failed: %s", j->path, what, name,
+             strerror (err));
+  return -1;
+}
+
+/* The journal's text into FP. */
+static void
+print_journal (struct journal *j, FILE *fp)
+{
   bool first = true;
 
-  snprintf (tmp, sizeof tmp, "%s.tmp", j->path);
-  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd == -1 || !(fp = fdopen (fd, "w"))) {
-    error_set ("--resume: %s: %s", tmp, strerror (errno));
-    if (fd != -1)
-      close (fd);
-    return -1;
-  }
   fprintf (fp, "%s\n%s\ndone ", MAGIC, j->identity);
   for (uint64_t i = 0; i < j->nsegments; i++) {
     uint64_t k = i;
-    if (!j->done[i])
+    if (!journal_is_done (j, i))
       continue;
-    while (k + 1 < j->nsegments && j->done[k + 1])
+    while (k + 1 < j->nsegments && journal_is_done (j, k + 1))
       k++;
     fprintf (fp, first ? "%" PRIu64 : ",%" PRIu64, i);
     if (k > i)
@@ -135,24 +134,64 @@ save (struct journal *j)
     i = k;
   }
   fprintf (fp, "\n");
-  r = fflush (fp) == 0 && fdatasync (fd) == 0 ? 0 : -1;
-  if (fclose (fp) != 0)
-    r = -1;
-  if (r == 0 && rename (tmp, j->path) == -1)
-    r = -1;
-  if (r == -1) {
-    error_set ("--resume: cannot write %s: %s", j->path, strerror (errno));
+}
+
+/* Write the journal to PATH.tmp, sync it, rename it over PATH, and sync
+ * the directory, checking every step.  The main thread only.
+ */
+static int
+save (struct journal *j)
+{
+  char tmp[4096], dir[4096];
+  FILE *fp;
+  int fd, err;
+
+  snprintf (tmp, sizeof tmp, "%s.tmp", j->path);
+  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd == -1)
+    return save_failed (j, "creating", tmp, errno);
+  fp = fdopen (fd, "w");
+  if (!fp) {
+    err = errno;
+    close (fd);
     unlink (tmp);
-    return -1;
+    return save_failed (j, "opening", tmp, err);
+  }
+  print_journal (j, fp);
+  if (fflush (fp) != 0 || ferror (fp)) {
+    err = errno;
+    fclose (fp);
+    unlink (tmp);
+    return save_failed (j, "writing", tmp, err);
+  }
+  if (fdatasync (fd) == -1) {
+    err = errno;
+    fclose (fp);
+    unlink (tmp);
+    return save_failed (j, "fdatasync of", tmp, err);
+  }
+  if (fclose (fp) != 0) {
+    err = errno;
+    unlink (tmp);
+    return save_failed (j, "closing", tmp, err);
+  }
+  if (rename (tmp, j->path) == -1) {
+    err = errno;
+    unlink (tmp);
+    return save_failed (j, "renaming over it", tmp, err);
   }
   /* The rename itself is durable once the directory is synced. */
-  char dir[4096];
   snprintf (dir, sizeof dir, "%s", j->path);
-  fd = open (dirname (dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd != -1) {
-    fsync (fd);
+  char *name = dirname (dir);
+  fd = open (name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd == -1)
+    return save_failed (j, "opening its directory", name, errno);
+  if (fsync (fd) == -1) {
+    err = errno;
     close (fd);
+    return save_failed (j, "fsync of its directory", name, err);
   }
+  close (fd);
   return 0;
 }
 
@@ -163,9 +202,8 @@ journal_open (struct journal *j, const char *path, const char *identity,
   FILE *fp;
 
   *j = (struct journal){ .path = path, .nsegments = nsegments };
-  pthread_mutex_init (&j->lock, NULL);
   j->identity = strdup (identity);
-  j->done = calloc (nsegments ? nsegments : 1, 1);
+  j->done = calloc (nsegments ? nsegments : 1, sizeof *j->done);
   if (!j->identity || !j->done) {
     error_set ("out of memory");
     return -1;
@@ -186,20 +224,29 @@ journal_open (struct journal *j, const char *path, const char *identity,
   return 0;
 }
 
-int
-journal_mark_done (struct journal *j, const uint64_t *segments, unsigned n)
+void
+journal_hand_in (struct journal *j, const uint64_t *segments, unsigned n)
 {
-  int r;
-
-  pthread_mutex_lock (&j->lock);
   for (unsigned i = 0; i < n; i++)
-    if (!j->done[segments[i]]) {
-      j->done[segments[i]] = 1;
-      j->ndone++;
-    }
-  r = save (j);
-  pthread_mutex_unlock (&j->lock);
-  return r;
+    atomic_store_explicit (&j->done[segments[i]], 1, memory_order_relaxed);
+  /* Release: the main thread that sees the count sees the entries. */
+  atomic_fetch_add_explicit (&j->handed, n, memory_order_release);
+}
+
+int
+journal_write (struct journal *j)
+{
+  uint64_t handed;
+
+  if (!journal_pending (j))
+    return 0;
+  handed = atomic_load_explicit (&j->handed, memory_order_acquire);
+  if (save (j) == -1) {
+    j->broken = true;
+    return -1;
+  }
+  j->saved = handed;
+  return 0;
 }
 
 int
@@ -213,6 +260,5 @@ journal_close (struct journal *j, bool copy_complete)
   }
   free (j->identity);
   free (j->done);
-  pthread_mutex_destroy (&j->lock);
   return r;
 }

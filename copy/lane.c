@@ -405,16 +405,16 @@ lane_segment_finished (struct lane *l)
 }
 
 /* The destination connection's flush succeeded: every unflushed segment
- * is done, and --resume's journal says so.
+ * is done, and is handed to --resume's journal (which the main thread
+ * writes: a lane never waits for the file).
  */
 static void
 lane_flushed (struct lane *l)
 {
   struct job *job = l->job;
 
-  if (job->journal && l->nunflushed > 0
-      && journal_mark_done (job->journal, l->unflushed, l->nunflushed) == -1)
-    job_fail_text (job, error_get ());
+  if (job->journal && l->nunflushed > 0)
+    job_segments_flushed (job, l->unflushed, l->nunflushed);
   l->nunflushed = 0;
   l->unflushed_bytes = 0;
   l->stats_at_flush = l->stats;

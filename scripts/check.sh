@@ -27,6 +27,8 @@ tsan_tests="
   tests/test-interrupt.sh
   tests/test-limited-clients.sh
   tests/test-progress-lines.sh
+  tests/test-resume-durable.sh
+  tests/test-resume-journal-write.sh
   tests/test-resume.sh
   tests/test-retry-blkhash.sh
   tests/test-retry.sh
