@@ -309,6 +309,22 @@ mutation resume-ignores-journal copy/lane.c \
 '    if (!job->journal || !journal_is_done (job->journal, index))' \
 '    if (true)'
 
+# --resume recording a segment in its journal when its requests
+# finish, before the flush that makes them durable: a destination that
+# dies before that flush loses them, and a rerun skips them.
+mutation journal-before-flush copy/lane.c \
+'  l->unflushed[l->nunflushed++] = l->segment;' \
+'  if (l->job->journal)
+    job_segments_flushed (l->job, &l->segment, 1);
+  l->unflushed[l->nunflushed++] = l->segment;'
+
+# --resume going on when its journal cannot be written (the main thread
+# writes it; the failure must fail the copy).
+mutation journal-write-error-ignored copy/engine.c \
+'      if (journal_write (job->journal) == -1)
+        job_fail_text (job, error_get ());' \
+'      journal_write (job->journal);'
+
 # --bitmap: copying clean ranges too (every byte accounted, the copy
 # equal: only the destination's log of where it was written can tell),
 # and skipping dirty ranges that became holes.
@@ -480,7 +496,8 @@ first="tests/test-holes-not-read.sh tests/test-old-data-overwritten.sh
   tests/test-destination-is-zero.sh tests/test-block-size-constraints.sh
   tests/test-sparse-random-copy.sh tests/test-progress-fd.sh
   tests/test-verify.sh tests/test-verify-lying-holes.sh tests/test-bitmap.sh
-  tests/test-resume.sh tests/test-retry.sh"
+  tests/test-resume.sh tests/test-resume-durable.sh
+  tests/test-resume-journal-write.sh tests/test-retry.sh"
 last="tests/test-valgrind-clean.sh tests/test-no-allocation-per-request.sh"
 all_tests=$(sed -n '/^SHELL_TESTS = /,/^TESTS = /p' "$top/Makefile.am" |
   grep -o 'tests/test-[A-Za-z0-9_-]*\.sh')
