@@ -4,7 +4,7 @@
 # cost (/usr/bin/time) and nbdcp option sweeps.  Writes hyperfine JSON
 # and a Markdown report (bench/report.py) into $BENCH_OUT.
 #
-#   bench/run.sh                      # everything (about 8 minutes on 2 cores)
+#   bench/run.sh                      # everything (about 25 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh        # tiny sizes, 1 run: a smoke test
 #   BENCH_WORKLOADS="1 2 cpu" bench/run.sh
 #
@@ -22,7 +22,7 @@
 #   BENCH_NBDCP_OPTS, BENCH_NBDCOPY_OPTS, BENCH_QEMU_IMG_OPTS  extra options
 #   Sizes: BENCH_W1_SIZE [32G] W2 [8G] W3 [2G] W4 [8G] W5 [4G] W6 [1T]
 #          W7 [8G] W8 [8G] BENCH_SWEEP2_SIZE [4G] BENCH_SWEEP3_SIZE [2G]
-#          BENCH_W11_SIZE ["256M 2G": a row each] BENCH_W12_SIZE [2G]
+#          BENCH_W11_SIZE [256M; "256M 2G": a row each] BENCH_W12_SIZE [2G]
 #          BENCH_W13_SIZE [128M] BENCH_W13B_SIZE [32M] BENCH_WR_SIZE [1G]
 #   BENCH_W12_CLUSTERS [4K 16K 64K]  BENCH_W12_TREE [/usr/share]
 #   BENCH_W13_DELAY  latency of workload 13's second row [2ms]
@@ -39,12 +39,12 @@ if [ "$quick" = 1 ]; then
   d_runs=1 d_warm=0 d_cpu=1 d_timeout=120
   d_w1=1G d_w2=256M d_w3=64M d_w4=256M d_w5=256M d_w6=64G d_w7=256M d_w8=256M
   d_s2=128M d_s3=32M
-  d_w11="16M 64M" d_w12=256M d_w13=16M d_w13b=4M d_wr=64M
+  d_w11=16M d_w12=256M d_w13=16M d_w13b=4M d_wr=64M
 else
   d_runs=5 d_warm=1 d_cpu=5 d_timeout=600
   d_w1=32G d_w2=8G d_w3=2G d_w4=8G d_w5=4G d_w6=1T d_w7=8G d_w8=8G
   d_s2=4G d_s3=2G
-  d_w11="256M 2G" d_w12=2G d_w13=128M d_w13b=32M d_wr=1G
+  d_w11=256M d_w12=2G d_w13=128M d_w13b=32M d_wr=1G
 fi
 RUNS=${BENCH_RUNS:-$d_runs}
 WARMUP=${BENCH_WARMUP:-$d_warm}
@@ -498,8 +498,8 @@ w13 ()
       write_meta "$row" "label=13a. 512B-64K extents, $size -> null:" \
         "title=13a. alternating extents: $size, data and holes of 512 B to 64 KiB ($n data extents), nbdkit extentlist + file -> null:"
     else
-      # qemu-img asks for block status about four times per extent,
-      # one request at a time: at 2 ms that is minutes for 128M.
+      # qemu-img asks for block status twice per extent, one request
+      # at a time: at 2 ms that is minutes for 128M.
       plugin="-r --filter=delay --filter=extentlist file $d/src.raw extentlist=$d/src.map rdelay=$W13_DELAY delay-extents=$W13_DELAY"
       write_meta "$row" "label=13b. as 13a, $size, $W13_DELAY latency" \
         "title=13b. latency: as 13a, $size ($n data extents), behind --filter=delay rdelay=$W13_DELAY delay-extents=$W13_DELAY"
