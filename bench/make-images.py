@@ -107,7 +107,7 @@ def fs_layout(size, files, seed):
     # which only the used inodes' blocks hold data.
     itable = 4 * MIB
     extents.append((0, BLOCK * (1 + 1 + 2 * ngroups)))
-    inodes = len(files) + 1000
+    inodes = min(len(files) + 1000, 8192 * ngroups)
     extents.append((itable, -(-inodes * 256 // BLOCK) * BLOCK))
     backups = {1} | {p ** k for p in (3, 5, 7) for k in range(1, 20)}
     for g in sorted(backups):
@@ -126,7 +126,7 @@ def fs_layout(size, files, seed):
             tops[top] = (len(tops) * 7 + 1) % ngroups if ngroups > 1 else 0
         g = tops[top]
         blocks = (fsize + BLOCK - 1) // BLOCK * BLOCK
-        while True:
+        for _ in range(ngroups):
             off = fill.get(g)
             if off is None:
                 off = g * GROUP + (2 * BLOCK if g in backups else 0)
@@ -135,8 +135,10 @@ def fs_layout(size, files, seed):
                 break
             g = (g + 1) % ngroups
             tops[top] = g
+        if off + blocks > min((g + 1) * GROUP, size) and blocks <= GROUP:
+            continue      # no group has room for it: leave it out
         if off + blocks > size:
-            break
+            continue
         fill[g] = off + blocks
         used += blocks
         if rng.random() >= 0.25:

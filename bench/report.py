@@ -422,6 +422,11 @@ class Report:
                     self.p("| %s | %.3f | %.3f | %.2f |" % (
                         name, a, b, a / b))
             self.p()
+            if any(n == "cpu-req" for n, _ in self.cpu_summary):
+                self.p("On `cpu-req` both copy the same number of 4 KiB "
+                       "requests, so its ratio is also the ratio of CPU "
+                       "per request.")
+                self.p()
         if self.req_summary:
             self.p("## Summary: requests to the source per GiB")
             self.p()
