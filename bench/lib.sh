@@ -112,6 +112,23 @@ start_nbdkit ()
   wait_for_socket "$sock" "$server_pid"
 }
 
+# start_nbdkit_tcp PORT NBDKIT-ARGS... : the same on 127.0.0.1:PORT;
+# nbdkit writes its pidfile once it listens.
+start_nbdkit_tcp ()
+{
+  local port=$1 pidfile=$bench_scratch/nbdkit-$1.pid i; shift
+  rm -f "$pidfile"
+  "$NBDKIT" -f --exit-with-parent -i 127.0.0.1 -p "$port" -P "$pidfile" "$@" &
+  server_pid=$!
+  _bench_pids+=("$server_pid")
+  for i in $(seq 1 300); do
+    [ -s "$pidfile" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || bench_die "server on port $port exited"
+    sleep 0.1
+  done
+  bench_die "server on port $port did not start"
+}
+
 # start_qemu_nbd SOCK QEMU-NBD-ARGS... : persistent (-t), up to 8
 # clients (so every tool can open several connections); sets server_pid.
 start_qemu_nbd ()

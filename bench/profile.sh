@@ -11,8 +11,10 @@
 #   PROFILE_TOOL      nbdcp, nbdcopy or qemu-img [nbdcp]
 #   PROFILE_WORKLOAD  1 (sparse-random 10% onto itself), 2 (all data onto
 #                     itself), 3 (2 with 5 ms delay), 6 (all-hole null ->
-#                     null:) or 7 (all data -> null:) [2]
-#   PROFILE_SIZE      disk size [32G for 1, 1G for 3, 1T for 6, else 2G]
+#                     null:), 7 (all data -> null:) or r (per-request
+#                     cost: nbdkit pattern -> null: with --request-size=4096,
+#                     for nbdcp and nbdcopy) [2]
+#   PROFILE_SIZE      disk size [32G for 1, 1G for 3 and r, 1T for 6, else 2G]
 #   PROFILE_FREQ      samples per second per CPU [997]
 #   PROFILE_TOP       rows in each table [25]
 #   PROFILE_OUT       output directory [bench/results/profile-DATE]
@@ -60,7 +62,13 @@ case "$wl" in
      dst=same ;;
   6) size=${PROFILE_SIZE:-1T}; plugin="null size=$size"; dst=null: ;;
   7) size=${PROFILE_SIZE:-2G}; plugin="sparse-random size=$size seed=$SEED percent=100"; dst=null: ;;
-  *) bench_die "PROFILE_WORKLOAD must be 1, 2, 3, 6 or 7" ;;
+  r) size=${PROFILE_SIZE:-1G}; plugin="pattern size=$size"; dst=null:
+     case "$tool" in
+       nbdcp) BENCH_NBDCP_OPTS="--request-size=4096${BENCH_NBDCP_OPTS:+ $BENCH_NBDCP_OPTS}" ;;
+       nbdcopy) BENCH_NBDCOPY_OPTS="--request-size=4096${BENCH_NBDCOPY_OPTS:+ $BENCH_NBDCOPY_OPTS}" ;;
+       *) bench_die "PROFILE_WORKLOAD=r is for nbdcp and nbdcopy" ;;
+     esac ;;
+  *) bench_die "PROFILE_WORKLOAD must be 1, 2, 3, 6, 7 or r" ;;
 esac
 
 mkdir -p "$OUT" || bench_die "cannot create $OUT"

@@ -4,17 +4,17 @@
 # cost (/usr/bin/time) and nbdcp option sweeps.  Writes hyperfine JSON
 # and a Markdown report (bench/report.py) into $BENCH_OUT.
 #
-#   bench/run.sh                      # everything (about 8 minutes on 2 cores)
+#   bench/run.sh                      # everything (about 25 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh        # tiny sizes, 1 run: a smoke test
 #   BENCH_WORKLOADS="1 2 cpu" bench/run.sh
 #
 # Environment (defaults in brackets):
 #   NBDCP            nbdcp binary [copy/nbdcp of this checkout]
 #   NBDCOPY, QEMU_IMG, QEMU_NBD, QEMU_IO, NBDKIT, HYPERFINE
-#   BENCH_WORKLOADS  any of 1 2 3 4 5 6 7 9 10 cpu sweeps [1-7, 10, cpu, sweeps]
+#   BENCH_WORKLOADS  any of 1-13 cpu req sweeps hash [1-7, 10-13, cpu, req, sweeps]
 #   BENCH_TOOLS      [nbdcp nbdcopy qemu-img]
 #   BENCH_QUICK=1    tiny sizes, 1 run, no warmup
-#   BENCH_RUNS [3]  BENCH_WARMUP [1]  BENCH_CPU_RUNS [3]
+#   BENCH_RUNS [5]  BENCH_WARMUP [1]  BENCH_CPU_RUNS [5]
 #   BENCH_TIMEOUT    seconds allowed for one copy [600; quick 120]
 #   BENCH_OUT        results directory [bench/results/DATE]
 #   BENCH_TMPDIR     where scratch files go; must be a real disk [/var/tmp]
@@ -22,6 +22,10 @@
 #   BENCH_NBDCP_OPTS, BENCH_NBDCOPY_OPTS, BENCH_QEMU_IMG_OPTS  extra options
 #   Sizes: BENCH_W1_SIZE [32G] W2 [8G] W3 [2G] W4 [8G] W5 [4G] W6 [1T]
 #          W7 [8G] W8 [8G] BENCH_SWEEP2_SIZE [4G] BENCH_SWEEP3_SIZE [2G]
+#          BENCH_W11_SIZE [256M; "256M 2G": a row each] BENCH_W12_SIZE [2G]
+#          BENCH_W13_SIZE [128M] BENCH_W13B_SIZE [32M] BENCH_WR_SIZE [1G]
+#   BENCH_W12_CLUSTERS [4K 16K 64K]  BENCH_W12_TREE [/usr/share]
+#   BENCH_W13_DELAY  latency of workload 13's second row [2ms]
 #   Workload 8 (--bitmap) is optional: BENCH_WORKLOADS=8 runs it.
 set -u
 set -o pipefail
@@ -35,10 +39,12 @@ if [ "$quick" = 1 ]; then
   d_runs=1 d_warm=0 d_cpu=1 d_timeout=120
   d_w1=1G d_w2=256M d_w3=64M d_w4=256M d_w5=256M d_w6=64G d_w7=256M d_w8=256M
   d_s2=128M d_s3=32M
+  d_w11=16M d_w12=256M d_w13=16M d_w13b=4M d_wr=64M
 else
-  d_runs=5 d_warm=1 d_cpu=3 d_timeout=600
+  d_runs=5 d_warm=1 d_cpu=5 d_timeout=600
   d_w1=32G d_w2=8G d_w3=2G d_w4=8G d_w5=4G d_w6=1T d_w7=8G d_w8=8G
   d_s2=4G d_s3=2G
+  d_w11=256M d_w12=2G d_w13=128M d_w13b=32M d_wr=1G
 fi
 RUNS=${BENCH_RUNS:-$d_runs}
 WARMUP=${BENCH_WARMUP:-$d_warm}
@@ -53,9 +59,17 @@ W5_SIZE=${BENCH_W5_SIZE:-$d_w5}
 W6_SIZE=${BENCH_W6_SIZE:-$d_w6}
 W7_SIZE=${BENCH_W7_SIZE:-$d_w7}
 W8_SIZE=${BENCH_W8_SIZE:-$d_w8}
+W11_SIZE=${BENCH_W11_SIZE:-$d_w11}
+W12_SIZE=${BENCH_W12_SIZE:-$d_w12}
+W12_CLUSTERS=${BENCH_W12_CLUSTERS:-4K 16K 64K}
+W12_TREE=${BENCH_W12_TREE:-/usr/share}
+W13_SIZE=${BENCH_W13_SIZE:-$d_w13}
+W13B_SIZE=${BENCH_W13B_SIZE:-$d_w13b}
+W13_DELAY=${BENCH_W13_DELAY:-2ms}
+WR_SIZE=${BENCH_WR_SIZE:-$d_wr}
 S2_SIZE=${BENCH_SWEEP2_SIZE:-$d_s2}
 S3_SIZE=${BENCH_SWEEP3_SIZE:-$d_s3}
-WORKLOADS=${BENCH_WORKLOADS:-1 2 3 4 5 6 7 10 cpu sweeps}
+WORKLOADS=${BENCH_WORKLOADS:-1 2 3 4 5 6 7 10 11 12 13 cpu req sweeps}
 TOOLS=${BENCH_TOOLS:-nbdcp nbdcopy qemu-img}
 DELAY="rdelay=5ms wdelay=5ms"
 
@@ -361,6 +375,144 @@ w10 ()
   run_hyperfine w10 "" "${cmds[@]}"
 }
 
+# ---------------------------------------------------------------- fragmented
+letters=(a b c d e f g h)
+
+# count_requests NAME PLUGIN-ARGS DST SIZE: one more run of each tool,
+# and of nbdcp --no-extents, with nbdkit-stats-filter on the source,
+# to count the requests each one sends it; not timed.  Writes
+# NAME.requests.tsv: tool, all requests, reads, block status.
+count_requests ()
+{
+  local name=$1 plugin=$2 dst=$3 size=$4 t cmd st=$bench_scratch/stats.txt
+  printf 'tool\trequests\treads\textents\n' > "$OUT/$name.requests.tsv"
+  for t in "${avail_tools[@]}" nbdcp--no-extents; do
+    case "$t" in
+      nbdcp--no-extents)
+        tool_available nbdcp || continue
+        cmd="$NBDCP_RUN --no-extents${BENCH_NBDCP_OPTS:+ $BENCH_NBDCP_OPTS} \"\$uri\" $dst" ;;
+      *) cmd=$(tool_cmd "$t" '"$uri"' "$dst" "$size") ;;
+    esac
+    rm -f "$st"
+    if ! timeout -k 10 "$TMO" "$NBDKIT" -U - --filter=stats $plugin \
+         statsfile="$st" --run "$cmd" 2>>"$OUT/$name.count.log" ||
+       [ ! -s "$st" ]; then
+      bench_log "warning: $name: the counting run of $t failed"
+      continue
+    fi
+    awk -v t="$t" '$3 == "ops," { sub(":", "", $1); n[$1] = $2 }
+      END { printf "%s\t%d\t%d\t%d\n", t, n["total"], n["read"], n["extents"] }' \
+      "$st" >> "$OUT/$name.requests.tsv"
+  done
+  bench_log "$name: requests counted"
+}
+
+# Workload 11: a file with 4 KiB of data every 8 KiB (the issue's map),
+# served by nbdkit file, read to null:, one row per size.
+w11 ()
+{
+  local size b d f row i=0
+  d=$bench_scratch/w11; mkdir -p "$d"
+  for size in $W11_SIZE; do
+    row=w11${letters[i]}; i=$((i + 1))
+    b=$(parse_size "$size"); f=$d/frag.img
+    bench_log "w11: writing the $size file"
+    python3 "$bench_dir/make-images.py" frag "$f" "$size" ||
+      bench_die "cannot write $f"
+    write_meta "$row" "label=11${letters[i - 1]}. 4K data every 8K, $size file -> null:" \
+      "title=11${letters[i - 1]}. fragmented file: $size, 4 KiB of data every 8 KiB, on nbdkit file -> null:" \
+      "size=$b" "data_percent=50" \
+      "note=$((b / 8192)) data extents of 4 KiB, each followed by a hole of 4 KiB; the file is in the page cache (written just before)" \
+      "note=qemu-img's destination is the null-co driver"
+    compare_tools "$row" "-r file $f" '"$uri"' null: "$b"
+    count_requests "$row" "-r file $f" null: "$b"
+    rm -f "$f"
+  done
+  rm -rf "$d"
+}
+
+# Workload 12: qcow2 images of a freshly installed filesystem (the
+# files of $W12_TREE laid out as ext4 places them: bench/make-images.py
+# fs), one row per cluster size, on qemu-nbd -> raw on qemu-nbd.
+w12 ()
+{
+  local b d c row i=0 t ext data n spid dpid src dst prepare cmds
+  b=$(parse_size "$W12_SIZE")
+  d=$bench_scratch/w12; mkdir -p "$d"
+  bench_log "w12: laying out the files of $W12_TREE in a $W12_SIZE image"
+  read -r ext data < <(python3 "$bench_dir/make-images.py" fs "$d/fs.raw" \
+    "$W12_SIZE" "$W12_TREE" "$SEED") && [ -n "$data" ] ||
+    bench_die "cannot build $d/fs.raw"
+  for c in $W12_CLUSTERS; do
+    row=w12${letters[i]}; i=$((i + 1))
+    "$QEMU_IMG" convert -f raw -O qcow2 -o cluster_size="$c" \
+      "$d/fs.raw" "$d/src.qcow2" || bench_die "cannot build the $c qcow2"
+    n=$("$QEMU_IMG" map --output=json -f qcow2 "$d/src.qcow2" | python3 -c '
+import json, sys
+n, end = 0, -1
+for e in json.load(sys.stdin):
+    if e["data"]:
+        n += e["start"] != end
+        end = e["start"] + e["length"]
+print(n)')
+    "$QEMU_IMG" create -q -f raw "$d/dst.raw" "$b"
+    start_qemu_nbd "$d/src.sock" -r -f qcow2 "$d/src.qcow2"; spid=$server_pid
+    start_qemu_nbd "$d/dst.sock" -f raw "$d/dst.raw"; dpid=$server_pid
+    src="\"$(uri_of "$d/src.sock")\"" dst="\"$(uri_of "$d/dst.sock")\""
+    prepare="truncate -s 0 $d/dst.raw && truncate -s $b $d/dst.raw && sync -f $d"
+    write_meta "$row" "label=12${letters[i - 1]}. installed-OS qcow2 $W12_SIZE, $c clusters" \
+      "title=12${letters[i - 1]}. qcow2 $W12_SIZE of a freshly installed filesystem, $c clusters ($((data * 100 / b))% data in $n extents) on qemu-nbd -> raw on qemu-nbd" \
+      "size=$b" "data_percent=$((data * 100 / b))" \
+      "note=the files of $W12_TREE (real sizes, path order) laid out as ext4 places them, a quarter removed and trimmed: $ext data extents in the raw layout, $n at $c clusters (bench/README.md)" \
+      "note=both qemu-nbd run with -t --shared=8; --prepare empties the raw file and runs sync -f"
+    cmds=()
+    for t in "${avail_tools[@]}"; do
+      cmds+=("$t" "$(tool_cmd "$t" "$src" "$dst" "$b")")
+    done
+    run_hyperfine "$row" "$prepare" "${cmds[@]}"
+    stop_server "$dpid"; stop_server "$spid"
+    if "$QEMU_IMG" compare -q -f qcow2 -F raw "$d/src.qcow2" "$d/dst.raw"; then
+      echo "note=after the last run, qemu-img compare: the raw destination equals the qcow2 source" >> "$OUT/$row.meta"
+    else
+      echo "note=WARNING: after the last run the destination differs from the source" >> "$OUT/$row.meta"
+    fi
+    rm -f "$d/src.qcow2" "$d/dst.raw"
+  done
+  rm -rf "$d"
+}
+
+# Workload 13: a server whose block status answers data and hole
+# extents of 512 bytes to 64 KiB, alternating (nbdkit-extentlist-filter
+# over nbdkit file), to null:, without and with added latency.
+w13 ()
+{
+  local b d n plugin row size
+  d=$bench_scratch/w13; mkdir -p "$d"
+  for row in w13a w13b; do
+    size=$W13_SIZE; [ "$row" = w13b ] && size=$W13B_SIZE
+    b=$(parse_size "$size")
+    n=$(python3 "$bench_dir/make-images.py" alternating "$d/src.raw" \
+          "$d/src.map" "$size" "$SEED") || bench_die "cannot build $d/src.raw"
+    plugin="-r --filter=extentlist file $d/src.raw extentlist=$d/src.map"
+    if [ "$row" = w13a ]; then
+      write_meta "$row" "label=13a. 512B-64K extents, $size -> null:" \
+        "title=13a. alternating extents: $size, data and holes of 512 B to 64 KiB ($n data extents), nbdkit extentlist + file -> null:"
+    else
+      # qemu-img asks for block status twice per extent, one request
+      # at a time: at 2 ms that is minutes for 128M.
+      plugin="-r --filter=delay --filter=extentlist file $d/src.raw extentlist=$d/src.map rdelay=$W13_DELAY delay-extents=$W13_DELAY"
+      write_meta "$row" "label=13b. as 13a, $size, $W13_DELAY latency" \
+        "title=13b. latency: as 13a, $size ($n data extents), behind --filter=delay rdelay=$W13_DELAY delay-extents=$W13_DELAY"
+    fi
+    printf '%s\n' "size=$b" "data_percent=$(awk -v b="$b" '{ s += $2 } END { printf "%d", s * 100 / b }' "$d/src.map")" \
+      "note=extent lengths log-uniform from 512 B to 64 KiB, seeded (bench/make-images.py alternating); the data is in the page cache" \
+      "note=qemu-img's destination is the null-co driver" >> "$OUT/$row.meta"
+    compare_tools "$row" "$plugin" '"$uri"' null: "$b"
+    count_requests "$row" "$plugin" null: "$b"
+  done
+  rm -rf "$d"
+}
+
 # ---------------------------------------------------------------- checksums
 # hash_cmds PLUGIN DST OPTS...: nbdcp under the harness with each of
 # OPTS ("-" for none), named nbdcp, nbdcp+blkhash, ...
@@ -498,6 +650,18 @@ server_cpu_ticks ()
   echo "$ticks"
 }
 
+# cpu_cmd TOOL SRC DST SIZE: tool_cmd, or $cpu_repeat copies of it in
+# a row when that is set (workload 10).
+cpu_cmd ()
+{
+  local cmd; cmd=$(tool_cmd "$@")
+  if [ -n "${cpu_repeat:-}" ]; then
+    echo "for i in \$(seq $cpu_repeat); do $cmd; done"
+  else
+    echo "$cmd"
+  fi
+}
+
 # cpu_measure NAME SRC DST SIZE [PREPARE]: CPU_RUNS runs of each copier
 # under /usr/bin/time, against the servers started apart ($cpu_servers,
 # PIDs, or else $server_pid), whose CPU time over the same run goes in
@@ -513,7 +677,7 @@ cpu_measure ()
     > "$OUT/$name.tsv"
   : > "$OUT/$name.cmds"
   for t in "${avail_tools[@]}"; do
-    printf '%s\t%s\n' "$t" "$(tool_cmd "$t" "$src" "$dst" "$size")" \
+    printf '%s\t%s\n' "$t" "$(cpu_cmd "$t" "$src" "$dst" "$size")" \
       >> "$OUT/$name.cmds"
   done
   # In rounds, one run of each tool per round in a rotating order, as
@@ -523,7 +687,7 @@ cpu_measure ()
   for i in $(seq 1 "$CPU_RUNS"); do
     for ((k = 0; k < n; k++)); do
       t=${avail_tools[(i - 1 + k) % n]}
-      cmd=$(tool_cmd "$t" "$src" "$dst" "$size")
+      cmd=$(cpu_cmd "$t" "$src" "$dst" "$size")
       [ -n "$prepare" ] && sh -c "$prepare"
       rm -f "$tf"; rc=0
       ticks0=$(server_cpu_ticks ${cpu_servers:-$server_pid})
@@ -565,7 +729,7 @@ cpu ()
   w4_make_src
   start_nbdkit "$sock" $(sr "$W4_SIZE")
   write_meta cpu-4a "title=CPU, workload 4a: sparse-random $W4_SIZE (10% data) -> a new local file" \
-    "size=$b" "data_percent=10" "note=the file is removed (and sync -f run) before every run"
+    "size=$b" "data_percent=10" "floor=w4a:disk" "note=the file is removed (and sync -f run) before every run"
   cpu_measure cpu-4a "$uri" "$d/out.raw" "$b" \
     "rm -f $d/out.raw && sync -f $d"
   rm -f "$d/out.raw"
@@ -575,6 +739,56 @@ cpu ()
   stop_server "$server_pid"
 
   cpu_w5
+
+  b=$(parse_size "$W7_SIZE")
+  start_nbdkit "$sock" $(sr "$W7_SIZE" percent=100)
+  write_meta cpu-7 "title=CPU, workload 7: sparse-random $W7_SIZE percent=100 -> null:" \
+    "size=$b" "data_percent=100" \
+    "note=one persistent nbdkit -U SOCK started apart; qemu-img writes to null-co"
+  cpu_measure cpu-7 "$uri" null: "$b"
+  stop_server "$server_pid"
+
+  local port=$((20000 + RANDOM % 20000))
+  b=$(parse_size "$W2_SIZE")
+  start_nbdkit_tcp "$port" $(sr "$W2_SIZE" percent=100)
+  write_meta cpu-9 "title=CPU, workload 9: sparse-random $W2_SIZE percent=100 onto itself over TCP loopback" \
+    "size=$b" "data_percent=100" \
+    "note=one persistent nbdkit -i 127.0.0.1 -p PORT started apart"
+  cpu_measure cpu-9 "\"nbd://127.0.0.1:$port\"" "\"nbd://127.0.0.1:$port\"" "$b"
+  stop_server "$server_pid"
+
+  b=$(parse_size 1M)
+  start_nbdkit "$sock" memory size=1M
+  write_meta cpu-10 "title=CPU, workload 10: twenty copies of nbdkit memory 1M -> null:" \
+    "size=$((b * 20))" "data_percent=0" \
+    "note=one persistent nbdkit -U SOCK memory size=1M; each run is twenty copies in a row"
+  cpu_repeat=20 cpu_measure cpu-10 "$uri" null: "$b"
+  stop_server "$server_pid"
+}
+
+# Per-request cost: all data in 4 KiB requests (--request-size=4096) to
+# null:, from nbdkit pattern (which costs its server little), nbdcp
+# against nbdcopy (qemu-img has no request size option).  The report
+# gives the copier's CPU time per request.
+req ()
+{
+  local b sock uri t saved=("${avail_tools[@]}")
+  b=$(parse_size "$WR_SIZE")
+  sock=$bench_scratch/cpu.sock
+  uri="\"$(uri_of "$sock")\""
+  avail_tools=()
+  for t in "${saved[@]}"; do
+    case "$t" in nbdcp|nbdcopy) avail_tools+=("$t") ;; esac
+  done
+  start_nbdkit "$sock" pattern size="$WR_SIZE"
+  write_meta cpu-req "title=Per-request cost: nbdkit pattern $WR_SIZE -> null: in 4 KiB requests" \
+    "size=$b" "data_percent=100" "requests=$((b / 4096))" \
+    "note=nbdcp and nbdcopy with --request-size=4096: $((b / 4096)) reads; one persistent nbdkit -U SOCK pattern started apart"
+  BENCH_NBDCP_OPTS="--request-size=4096${BENCH_NBDCP_OPTS:+ $BENCH_NBDCP_OPTS}" \
+  BENCH_NBDCOPY_OPTS="--request-size=4096${BENCH_NBDCOPY_OPTS:+ $BENCH_NBDCOPY_OPTS}" \
+    cpu_measure cpu-req "$uri" null: "$b"
+  stop_server "$server_pid"
+  avail_tools=("${saved[@]}")
 }
 
 # Workload 5 ends in qemu-nbd's fdatasync, which waits for the disk and
@@ -597,7 +811,8 @@ cpu_w5 ()
   write_meta cpu-5 "title=CPU, workload 5: qcow2 $W5_SIZE on qemu-nbd -> raw on qemu-nbd" \
     "size=$b" "data_percent=$((w5_data * 100 / b))" \
     "note=server CPU is both qemu-nbd's; the raw file is emptied (and sync -f run) before every run" \
-    "note=the final fdatasync alone (sync -f after nbdcopy without --flush), which the last column does not count: $(printf '%s\n' "${flush[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "median %.2f s of %d", v[int((NR + 1) / 2)], NR; else printf "not measured" }')"
+    "flush_s=$(printf '%s\n' "${flush[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f", v[int((NR + 1) / 2)] }')" \
+    "note=the final fdatasync alone (sync -f after nbdcopy without --flush), which the server column does not count: $(printf '%s\n' "${flush[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "median %.2f s of %d", v[int((NR + 1) / 2)], NR; else printf "not measured" }'); the floor adds it"
   cpu_servers="$w5_spid $w5_dpid" \
     cpu_measure cpu-5 "$w5_src" "$w5_dst" "$b" "$w5_prepare"
   stop_server "$w5_dpid"; stop_server "$w5_spid"
@@ -648,7 +863,8 @@ bench_log "results in $OUT; scratch in $bench_scratch; tools: ${avail_tools[*]}"
 for w in $WORKLOADS; do
   case "$w" in
     1) w1 ;; 2) w2 ;; 3) w3 ;; 4) w4 ;; 5) w5 ;; 6) w6 ;; 7) w7 ;; 8) w8 ;;
-    9) w9 ;; 10) w10 ;;
+    9) w9 ;; 10) w10 ;; 11) w11 ;; 12) w12 ;; 13) w13 ;;
+    req) req ;;
     hash) wh ;;
     cpu) cpu ;;
     sweeps) sweeps ;;
