@@ -14,7 +14,10 @@ fi
 grep -q '^NAME' "$tmp/man.txt" || fail "no NAME section"
 
 # --help's options, and the complete lists, all appear in the man page.
-"$NBDCP" --help | grep -oE -- '(^| )--?[a-zA-Z][-a-zA-Z]*' | tr -d ' ' |
+# (--help is kept in a file: grep -q on a pipe may end before nbdcp has
+# written all of it, and pipefail would then count the SIGPIPE.)
+"$NBDCP" --help >"$tmp/help"
+grep -oE -- '(^| )--?[a-zA-Z][-a-zA-Z]*' "$tmp/help" | tr -d ' ' |
   sort -u >"$tmp/help-options"
 { "$NBDCP" --long-options; "$NBDCP" --short-options; } >>"$tmp/help-options"
 missing=0
@@ -22,7 +25,7 @@ while read -r o; do
   grep -qF -- "$o" "$tmp/man.txt" || { echo "not in the man page: $o"; missing=1; }
   case "$o" in
     --long-options|--short-options) ;;
-    *) "$NBDCP" --help | grep -qF -- "$o" ||
+    *) grep -qF -- "$o" "$tmp/help" ||
          { echo "not in --help: $o"; missing=1; } ;;
   esac
 done < <(sort -u "$tmp/help-options")

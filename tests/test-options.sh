@@ -5,7 +5,8 @@
 # --queue-size=0 mean the default.
 . "${srcdir:-.}/tests/functions.sh"
 
-"$NBDCP" --help | grep -q 'nbdcp \[OPTIONS\] SOURCE DESTINATION'
+"$NBDCP" --help >"$tmp/help"
+grep -q 'nbdcp \[OPTIONS\] SOURCE DESTINATION' "$tmp/help"
 "$NBDCP" -V | grep -q '^nbdcp [0-9]'
 "$NBDCP" -V | grep -q '^libnbd [0-9]'
 "$NBDCP" -V | grep -q '^liburing [0-9]'
