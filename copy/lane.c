@@ -597,6 +597,8 @@ lane_op_done (struct lane *l, struct op *op)
     if (!op->err && l->extents.len == 0)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
     extent_list_align (&l->extents, l->set->align);
+    /* A short answer is read on rather than asked about again. */
+    extent_list_read_on (&l->extents, l->set->request_size);
     break;
   case OP_READ:
     if (op->err || job_stopped (job) || l->broken || op->length == 0)
@@ -857,8 +859,10 @@ lane_init (struct lane *l, unsigned index, struct job *job,
     return -1;
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;
+  l->extents.fold_below = set->fold_below;
   l->alloc.v = l->alloc_store;
   l->alloc.cap = EXTENTS_PER_LANE;
+  l->alloc.fold_below = set->fold_below;
   l->dirty.v = l->dirty_store;
   l->dirty.cap = EXTENTS_PER_LANE;
   if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
