@@ -1,0 +1,74 @@
+#!/bin/bash
+# A source whose extent map is fragmented (data and holes alternating
+# in pieces smaller than a request) is read in whole requests, not one
+# read per extent, and a server that answers block status one small
+# extent at a time does not make the copy one request per extent.  The
+# source's log counts its reads and block status requests; qemu-img
+# compare checks the copies, into a new file (holes skipped) and over
+# old data (holes zeroed).
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_plugin file
+requires_nbdkit_plugin eval
+requires_nbdkit_filter log
+requires "$QEMU_IMG"
+requires python3
+requires dd
+
+# 16 MiB: 4K of random data every 8K, the rest holes (2048 data
+# extents, as a VM image on ext4 or XFS may have).
+size=$((16 * 1024 * 1024))
+python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+os.ftruncate(fd, int(sys.argv[2]))
+b = os.urandom(4096)
+for o in range(0, int(sys.argv[2]), 8192):
+    os.pwrite(fd, b, o)
+' "$tmp/frag.img" $size
+
+# requests LOG: the source's reads and block status requests.
+requests ()
+{
+  awk '$4 == "Read" || $4 == "Extents" { n++ } END { print n + 0 }' "$1"
+}
+
+# copy NAME MAX DST SRC-ARGS...: copy the nbdkit source SRC-ARGS
+# (logged) to the file DST with nbdcp; the source must have had at
+# most MAX reads and block status requests.
+copy ()
+{
+  local name=$1 max=$2 dst=$3 n
+  shift 3
+  start_nbdkit "$name" -r --filter=log "$@" logfile="$tmp/$name.log"
+  run_nbdcp "$(uri_of "$tmp/$name.sock")" "$dst" ||
+    fail "$name: nbdcp failed"
+  cp "$tmp/$name.log" "$tmp/$name.copy.log"
+  n=$(requests "$tmp/$name.copy.log")
+  echo "$name: $n reads and block status requests"
+  [ "$n" -le "$max" ] ||
+    fail "$name: $n reads and block status requests, more than $max"
+}
+
+# 1. The file plugin reports every 4K extent.  Requests are 512K, so 32
+# reads cover the disk; allow one per 256K.  (One read per data extent
+# would be 2048.)
+copy file $((size / 262144)) "$tmp/new.img" file "$tmp/frag.img"
+check_same "$tmp/frag.img" "$tmp/new.img" "fragmented file, new destination"
+
+# Over old data: the holes that were read must be zeroed.
+head -c $size /dev/urandom >"$tmp/old.img"
+copy file-old $((size / 262144)) "$tmp/old.img" file "$tmp/frag.img"
+check_same "$tmp/frag.img" "$tmp/old.img" "fragmented file, over old data"
+
+# 2. A server that answers each block status request with one 4K
+# extent, alternately data and hole, as the file says, over the first
+# 1 MiB.  One request per extent would be 256 block status requests
+# and 128 reads; two 512K requests of each cover it.  Allow twice that.
+lie=$((1024 * 1024))
+head -c $lie "$tmp/frag.img" >"$tmp/lie.img"
+copy lie 8 "$tmp/lie-new.img" eval \
+  get_size="echo $lie" \
+  pread='dd if='"$tmp/lie.img"' skip=$4 count=$3 iflag=skip_bytes,count_bytes status=none' \
+  can_extents='exit 0' \
+  extents='echo $4 $((4096 - $4 % 4096)) $(( $4 / 4096 % 2 ? 3 : 0 ))'
+check_same "$tmp/lie.img" "$tmp/lie-new.img" "one extent per answer"
