@@ -212,6 +212,13 @@ mutation read-on-past-end copy/extents.c \
 ' \
 ''
 
+# A buffer split into fewer runs than it has zero-detection blocks: the
+# rest is written as data, and a fragmented source's holes, now read
+# with the data, are allocated on the destination.
+mutation runs-per-buffer-fixed copy/lane.c \
+'  blocks = MAX (blocks, (uint64_t) MIN_RUNS_PER_BUFFER);' \
+'  blocks = MIN_RUNS_PER_BUFFER;'
+
 mutation allocated-punches copy/nbd.c \
 '  uint32_t flags = allocate ? LIBNBD_CMD_FLAG_NO_HOLE : 0;' \
 '  uint32_t flags = 0;'
