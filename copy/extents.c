@@ -53,6 +53,14 @@ extent_list_add (struct extent_list *list, uint64_t offset, uint64_t length,
     last->length += length;
     return;
   }
+  /* Data after a small hole after data: the hole is read with the data
+     around it.  (A hole that starts the list may be the end of a long
+     one that started before it: it is not read.) */
+  if (!zero && list->len >= 2 && last->length < list->fold_below) {
+    list->len--;
+    list->v[list->len - 1].length += last->length + length;
+    return;
+  }
   if (list->len == list->cap) {
     list->full = true;
     return;
@@ -155,6 +163,30 @@ extent_list_align (struct extent_list *list, uint64_t block)
   list->len = n;
   if (out_end < list->end)
     list->full = true;
+}
+
+void
+extent_list_read_on (struct extent_list *list, uint64_t request)
+{
+  struct extent *last = list->len ? &list->v[list->len - 1] : NULL;
+  uint64_t covered = extent_list_covered (list), end;
+
+  if (!last || covered >= list->end || request == 0)
+    return;
+  if (last->zero && last->length >= list->fold_below)
+    return;
+  if (last->zero && list->len >= 2) {
+    list->len--;
+    list->v[list->len - 1].length += last->length;
+    last = &list->v[list->len - 1];
+  }
+  last->zero = false;
+  /* The reads of LAST start at its offset, one REQUEST apart. */
+  end = last->offset + (last->length - 1) / request * request + request;
+  end = MIN (end, list->end);
+  if (end > covered)
+    last->length = end - last->offset;
+  list->full = end < list->end;
 }
 
 /* Append [offset, offset+length) as ZERO/CLEAN to OUT, joining the

@@ -39,9 +39,20 @@ struct extent_list {
      what need not be copied, and extent_list_align rounds both inwards,
      so a block that is partly dirty is copied. */
   struct extent_list *dirty;
+  /* Holes shorter than this between data are made data as they are
+     added: reading a small hole costs less than a request of its own
+     (docs/design.md, "Fragmented sources").  0: never.  Kept by
+     extent_list_reset. */
+  uint64_t fold_below;
 };
 
 void extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end);
+/* Add what a server said of [offset, offset+length).  Only what
+ * continues the list is kept; a zero extent shorter than
+ * LIST->fold_below between two data extents joins them into one, so
+ * that a fragmented map takes few entries and is read in whole
+ * requests.
+ */
 void extent_list_add (struct extent_list *list, uint64_t offset,
                       uint64_t length, bool zero);
 
@@ -65,6 +76,19 @@ uint64_t extent_list_covered (const struct extent_list *list);
  * one BLOCK, or reached LIST->end.
  */
 void extent_list_align (struct extent_list *list, uint64_t block);
+
+/* LIST, fitted to its block size, stops short of its end: the server
+ * answered for less than was asked (some answer one extent at a time),
+ * or the list is full.  Asking again from where it stops would cost a
+ * round trip per answer, and the data before it would be read in
+ * pieces as small as the answers.  So read on: unless LIST ends in a
+ * hole of LIST->fold_below or more (which is worth asking past), its
+ * last extent becomes data that ends where the last REQUEST-sized read
+ * of it would end (or at LIST->end), and the next question starts
+ * there.  What was not known is read, which is always correct.
+ * REQUEST is a multiple of the block size.
+ */
+void extent_list_read_on (struct extent_list *list, uint64_t request);
 
 /* --bitmap: make OUT the extents of ALLOC (base:allocation) where DIRTY
  * says dirty, and clean extents where DIRTY says clean.  Both are

@@ -527,13 +527,13 @@ lane_write_buffer (struct lane *l, struct buffer *b)
   struct job *job = l->job;
   const struct settings *set = l->set;
   struct endpoint *dst = job->dst;
-  struct run runs[RUNS_PER_BUFFER];
+  struct run *runs = l->run_scratch;
   const char *data = pool_data (&l->pool, b->index);
   /* Zero detection only pays when zeroes can be sent as zero requests
      or skipped; otherwise the zeroes are written as they are. */
   size_t block
       = dst->caps.can_zero || set->destination_is_zero ? set->sparse_size : 0;
-  size_t n = sparse_runs (data, b->len, block, runs, RUNS_PER_BUFFER);
+  size_t n = sparse_runs (data, b->len, block, runs, l->runs_per_buffer);
 
   for (size_t i = 0; i < n && !job_stopped (job) && !l->broken; i++) {
     struct op *op = &b->runs[i];
@@ -620,6 +620,8 @@ lane_op_done (struct lane *l, struct op *op)
     if (!op->err && l->extents.len == 0)
       extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
     extent_list_align (&l->extents, l->set->align);
+    /* A short answer is read on rather than asked about again. */
+    extent_list_read_on (&l->extents, l->set->request_size);
     break;
   case OP_READ:
     if (op->err || job_stopped (job) || l->broken || op->length == 0)
@@ -820,7 +822,7 @@ lane_oldest_on (const struct lane *l, int side)
   CONSIDER (&l->flush_op);
   for (unsigned i = 0; i < l->pool.count; i++) {
     CONSIDER (&l->buffers[i].read);
-    for (unsigned j = 0; j < RUNS_PER_BUFFER; j++)
+    for (unsigned j = 0; j < l->runs_per_buffer; j++)
       CONSIDER (&l->buffers[i].runs[j]);
   }
   for (unsigned i = 0; i < l->set->requests; i++)
@@ -854,6 +856,20 @@ lane_buffers (const struct settings *set)
   return set->requests;
 }
 
+/* Runs a buffer may be split into: one per zero-detection block, so
+ * that data and holes alternating block by block are written as such.
+ */
+static unsigned
+lane_runs_per_buffer (const struct settings *set)
+{
+  uint64_t blocks = MIN_RUNS_PER_BUFFER;
+
+  if (set->sparse_size)
+    blocks = (set->request_size + set->sparse_size - 1) / set->sparse_size;
+  blocks = MAX (blocks, (uint64_t) MIN_RUNS_PER_BUFFER);
+  return MIN (blocks, (uint64_t) MAX_RUNS_PER_BUFFER);
+}
+
 int
 lane_init (struct lane *l, unsigned index, struct job *job,
            struct op_queue *done, struct conn *src, struct conn *dst)
@@ -885,21 +901,30 @@ lane_init (struct lane *l, unsigned index, struct job *job,
     return -1;
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;
+  l->extents.fold_below = set->fold_below;
   l->alloc.v = l->alloc_store;
   l->alloc.cap = EXTENTS_PER_LANE;
+  l->alloc.fold_below = set->fold_below;
   l->dirty.v = l->dirty_store;
   l->dirty.cap = EXTENTS_PER_LANE;
   if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
     return -1;
+  l->runs_per_buffer = lane_runs_per_buffer (set);
   l->buffers = calloc (nbuffers, sizeof *l->buffers);
+  l->run_ops
+      = calloc ((size_t) nbuffers * l->runs_per_buffer, sizeof *l->run_ops);
+  l->run_scratch = calloc (l->runs_per_buffer, sizeof *l->run_scratch);
   l->zero_ops = calloc (set->requests, sizeof *l->zero_ops);
   l->free_zero_ops = calloc (set->requests, sizeof *l->free_zero_ops);
-  if (!l->buffers || !l->zero_ops || !l->free_zero_ops) {
+  if (!l->buffers || !l->run_ops || !l->run_scratch || !l->zero_ops
+      || !l->free_zero_ops) {
     error_set ("out of memory");
     return -1;
   }
-  for (unsigned i = 0; i < nbuffers; i++)
+  for (unsigned i = 0; i < nbuffers; i++) {
     l->buffers[i].index = i;
+    l->buffers[i].runs = &l->run_ops[(size_t) i * l->runs_per_buffer];
+  }
   for (unsigned i = 0; i < set->requests; i++)
     lane_put_zero_op (l, &l->zero_ops[i]);
   return 0;
@@ -911,6 +936,8 @@ lane_destroy (struct lane *l)
   blkhash_lane_destroy (&l->hash);
   pool_destroy (&l->pool);
   free (l->buffers);
+  free (l->run_ops);
+  free (l->run_scratch);
   free (l->zero_ops);
   free (l->free_zero_ops);
   free (l->unflushed);

@@ -13,12 +13,16 @@
 #include "job.h"
 #include "op.h"
 #include "pool.h"
+#include "sparse.h"
 #include "stats.h"
 
 /* Extents a lane remembers at once; more are fetched as it goes. */
 #define EXTENTS_PER_LANE 1024
-/* Writes and zeroes one buffer may turn into after zero detection. */
-#define RUNS_PER_BUFFER 32
+/* Writes and zeroes one buffer may turn into after zero detection: as
+   many as it has zero-detection blocks (a buffer of data and holes
+   alternating block by block keeps its holes), within these bounds. */
+#define MIN_RUNS_PER_BUFFER 32
+#define MAX_RUNS_PER_BUFFER 256
 
 struct buffer {
   unsigned index;  /* in the lane's pool */
@@ -26,7 +30,7 @@ struct buffer {
   uint32_t len;
   unsigned pending; /* runs still in flight */
   struct op read;
-  struct op runs[RUNS_PER_BUFFER];
+  struct op *runs; /* the lane's runs_per_buffer */
 };
 
 enum lane_state {
@@ -47,7 +51,10 @@ struct lane {
 
   struct pool pool;
   struct buffer *buffers; /* one per pool buffer */
-  uint64_t queued_bytes;  /* in buffers that are in use */
+  unsigned runs_per_buffer;
+  struct op *run_ops;      /* the buffers' runs */
+  struct run *run_scratch; /* zero detection's answer for one buffer */
+  uint64_t queued_bytes;   /* in buffers that are in use */
 
   struct op *zero_ops; /* for zero extents: request slots */
   struct op **free_zero_ops;

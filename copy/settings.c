@@ -13,6 +13,10 @@
 
 /* The zero-detection block when -S is not given. */
 #define DEFAULT_SPARSE_SIZE 4096
+/* Holes shorter than this between data are read with the data rather
+   than skipped: reading them costs less than the requests they would
+   cut the data into (docs/design.md, "Fragmented sources"). */
+#define FOLD_HOLES_BELOW ((uint32_t) 32 * 1024)
 /* Bytes in flight per lane when --queue-size is not given: nbdcopy's
    default, which -R x --request-size (32 x 512 KiB) also gives. */
 #define DEFAULT_QUEUE_SIZE ((uint64_t) 16 * 1024 * 1024)
@@ -107,6 +111,8 @@ settle_request_size (struct settings *s, const struct options *opts,
     }
     s->align = MAX (s->block, s->hash_block);
   }
+  /* A hole as long as a request costs a request to read. */
+  s->fold_below = MIN (FOLD_HOLES_BELOW, s->request_size);
   /* Zero requests are bounded by the destination's maximum too. */
   if (dst->caps.max_request)
     s->zero_max = dst->caps.max_request / s->align * s->align;

@@ -25,6 +25,8 @@ struct settings {
   uint32_t hash_block;      /* --blkhash block, 0 = no --blkhash */
   int hash_algo;            /* --blkhash algorithm */
   uint64_t zero_max;        /* the longest zero request, 0 = a segment */
+  uint32_t fold_below;      /* holes shorter than this between data are
+                               read with it (extents.h, fold_below) */
   bool extents;             /* ask the source for holes */
   bool allocated;           /* zero with NO_HOLE; data written whole */
   bool destination_is_zero; /* send no zero requests */

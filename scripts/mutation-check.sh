@@ -212,6 +212,36 @@ mutation extents-past-range copy/extents.c \
 ' \
 ''
 
+# Fragmented sources (docs/design.md): short holes between data not
+# joined (read one extent at a time again), joined without their length
+# (what follows them lands in the wrong place), a short block status
+# answer asked about again rather than read on (a request per extent
+# from a server that answers one at a time), and read on past the end
+# of the range (past the end of the disk).
+mutation fold-off copy/extents.c \
+'  if (!zero && list->len >= 2 && last->length < list->fold_below) {' \
+'  if (false && !zero && list->len >= 2 && last->length < list->fold_below) {'
+
+mutation fold-loses-hole copy/extents.c \
+'    list->v[list->len - 1].length += last->length + length;' \
+'    list->v[list->len - 1].length += length;'
+
+mutation read-on-off copy/extents.c \
+'  if (!last || covered >= list->end || request == 0)' \
+'  if (true || !last || covered >= list->end || request == 0)'
+
+mutation read-on-past-end copy/extents.c \
+'  end = MIN (end, list->end);
+' \
+''
+
+# A buffer split into fewer runs than it has zero-detection blocks: the
+# rest is written as data, and a fragmented source's holes, now read
+# with the data, are allocated on the destination.
+mutation runs-per-buffer-fixed copy/lane.c \
+'  blocks = MAX (blocks, (uint64_t) MIN_RUNS_PER_BUFFER);' \
+'  blocks = MIN_RUNS_PER_BUFFER;'
+
 mutation allocated-punches copy/nbd.c \
 '  uint32_t flags = allocate ? LIBNBD_CMD_FLAG_NO_HOLE : 0;' \
 '  uint32_t flags = 0;'

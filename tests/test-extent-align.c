@@ -6,7 +6,10 @@
  * the allocation map is kept as extent_list_align fits it.  And for
  * extent_list_cut: what it keeps is what the server said, and the zero
  * run it reports past the cut reads as zero, as far as the server said
- * so, also past the range asked for.
+ * so, also past the range asked for.  And for fold_below and
+ * extent_list_read_on (fragmented sources): only holes shorter than
+ * fold_below are made data, never data zero, and a short list is read
+ * on to the end of its last request unless it ends in a long hole.
  */
 #include <config.h>
 
@@ -261,9 +264,96 @@ cut_case (unsigned seed)
            (unsigned long long) want);
 }
 
+/* A server's answer of random runs, some shorter than the fold, added
+ * to a list that folds them; then, if the answer stopped short, read
+ * on with requests of REQUEST bytes.
+ */
+static void
+fold_case (unsigned seed)
+{
+  struct extent store[CAP];
+  struct extent_list list = { .v = store, .cap = CAP, .fold_below = 0 };
+  static signed char truth[MAX_UNITS];
+  uint64_t end_units = 1 + rand () % MAX_UNITS;
+  uint64_t answer_units = 1 + rand () % end_units;
+  uint64_t fold_units = rand () % 16, request_units = 1 + rand () % 64;
+  uint64_t covered, u;
+  bool long_hole_last;
+
+  for (uint64_t i = 0; i < MAX_UNITS;) {
+    uint64_t run = 1 + rand () % (rand () % 2 ? 8 : 64);
+    signed char data = rand () % 2;
+    for (; run > 0 && i < MAX_UNITS; run--)
+      truth[i++] = data;
+  }
+  extent_list_reset (&list, 0, end_units * UNIT);
+  list.fold_below = fold_units * UNIT;
+  for (u = 0; u < answer_units;) {
+    uint64_t n = 1;
+    while (u + n < answer_units && truth[u + n] == truth[u] && rand () % 16)
+      n++;
+    extent_list_add (&list, u * UNIT, n * UNIT, !truth[u]);
+    u += n;
+  }
+  covered = extent_list_covered (&list);
+  CHECK (list.full || covered == answer_units * UNIT,
+         "fold seed %u: the answer is not all kept", seed);
+  for (size_t i = 0; i < list.len; i++) {
+    const struct extent *e = &list.v[i];
+    CHECK (i == 0 || e->offset == list.v[i - 1].offset + list.v[i - 1].length,
+           "fold seed %u: extent %zu not contiguous", seed, i);
+    CHECK (i == 0 || e->zero != list.v[i - 1].zero,
+           "fold seed %u: extent %zu not joined", seed, i);
+    CHECK (!e->zero || i == 0 || i + 1 == list.len
+               || e->length >= list.fold_below,
+           "fold seed %u: short hole %zu kept before data", seed, i);
+    for (uint64_t o = e->offset; o < e->offset + e->length; o += UNIT) {
+      uint64_t a = o / UNIT, b = a;
+      CHECK (truth[a] == 0 || !e->zero, "fold seed %u: data unit %llu zero",
+             seed, (unsigned long long) a);
+      if (truth[a] != 0 || e->zero)
+        continue;
+      /* Zero called data: it must lie in a short hole after data. */
+      while (a > 0 && truth[a - 1] == 0)
+        a--;
+      while (b + 1 < answer_units && truth[b + 1] == 0)
+        b++;
+      CHECK ((b + 1 - a) * UNIT < list.fold_below && a > 0,
+             "fold seed %u: a hole of %llu units at %llu read", seed,
+             (unsigned long long) (b + 1 - a), (unsigned long long) a);
+    }
+  }
+
+  long_hole_last = list.len > 0 && list.v[list.len - 1].zero
+                   && list.v[list.len - 1].length >= list.fold_below;
+  extent_list_read_on (&list, request_units * UNIT);
+  if (covered == list.end || long_hole_last || list.len == 0) {
+    CHECK (extent_list_covered (&list) == covered,
+           "fold seed %u: read on past a whole answer or a long hole", seed);
+    return;
+  }
+  {
+    const struct extent *last = &list.v[list.len - 1];
+    uint64_t last_end = last->offset + last->length;
+    CHECK (!last->zero, "fold seed %u: read on ends in a hole", seed);
+    CHECK (last_end >= covered, "fold seed %u: list shrunk", seed);
+    CHECK (last_end == list.end || last->length % (request_units * UNIT) == 0,
+           "fold seed %u: read on to %llu, not a whole request from %llu", seed,
+           (unsigned long long) last_end, (unsigned long long) last->offset);
+    CHECK (last_end - covered <= request_units * UNIT,
+           "fold seed %u: read on by more than a request", seed);
+  }
+}
+
 int
 main (void)
 {
+  for (unsigned seed = 1; seed <= 20000; seed++) {
+    srand (seed);
+    fold_case (seed);
+    if (failures > 20)
+      break;
+  }
   for (unsigned seed = 1; seed <= 20000; seed++) {
     srand (seed);
     cut_case (seed);
@@ -286,7 +376,8 @@ main (void)
     fprintf (stderr, "%d failures\n", failures);
     return 1;
   }
-  printf ("extent_list_align, extent_list_restrict, extent_list_cut: 20000 "
-          "random lists each fitted correctly\n");
+  printf ("extent_list_align, extent_list_restrict, extent_list_cut, "
+          "fold_below, extent_list_read_on: 20000 random lists each fitted "
+          "correctly\n");
   return 0;
 }
