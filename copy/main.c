@@ -67,8 +67,10 @@ describe (const struct options *opts, const struct endpoint *ep)
         ep->caps.preferred_block, ep->caps.max_request);
 }
 
-/* See endpoint.h. */
-volatile sig_atomic_t interrupt_signal;
+/* The number of the signal that asked nbdcp to stop, or 0.  Given to
+   the endpoints and the engine as a pointer: nothing else reads it by
+   name. */
+static volatile sig_atomic_t interrupt_signal;
 
 static void
 on_signal (int signum)
@@ -417,7 +419,8 @@ main (int argc, char **argv)
   limit_connections (&opts);
 
   src = endpoint_open (opts.src, opts.src_command, false,
-                       opts.src_command ? 1 : opts.connections, &opts);
+                       opts.src_command ? 1 : opts.connections, &opts,
+                       &interrupt_signal);
   if (!src)
     goto fail;
   describe (&opts, src);
@@ -425,7 +428,7 @@ main (int argc, char **argv)
     goto fail;
   dst = endpoint_open (opts.dst, opts.dst_command, true,
                        opts.dst_command ? 1 : useful_connections (&opts, src),
-                       &opts);
+                       &opts, &interrupt_signal);
   if (!dst || interrupt_signal)
     goto fail;
   if (same_file (src, dst))

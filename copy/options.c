@@ -15,8 +15,8 @@
 
 #include <libnbd.h>
 
-#include "bitmap.h"
 #include "blkhash.h"
+#include "dirty_bitmap.h"
 #include "human_size.h"
 #include "minmax.h"
 #include "options.h"

@@ -338,7 +338,7 @@ mutation blkhash-file-opened-late copy/main.c \
 ' \
 ''
 
-mutation connection-sizes-unchecked copy/nbd.c \
+mutation connection-sizes-unchecked copy/nbd_connect.c \
 '    if (nbd_get_size (h[i]) != ep->size) {' \
 '    if (false) {'
 
