@@ -326,7 +326,7 @@ mutation bitmap-skips-dirty-holes copy/lane.c \
 # is extended with zeroes and the copy "succeeds", differing from the
 # source.
 mutation bitmap-small-destination copy/main.c \
-'  if (opts.bitmap && bitmap_check_destination (src, dst) == -1)' \
+'  if (opts->bitmap && bitmap_check_destination (*src, *dst) == -1)' \
 '  if (false)'
 
 # --blkhash-file opened only at the end, after the whole copy (a file
