@@ -181,6 +181,27 @@ start_slow_twin ()
   start_nbdkit "$twin" -r "$@"
 }
 
+# copy_across_break NAME SIZE FROM AT SRC NBDCP-ARGS...: nbdcp
+# NBDCP-ARGS (with --retry) copies SRC onto a new SIZE-byte file
+# $tmp/NAME.img, served by start_breaking_nbdkit NAME FILE FROM AT
+# until it breaks and then by nbdkit's file plugin on the same socket
+# (restart_broken_nbdkit).  nbdcp must exit 0; its standard output is
+# left in $tmp/NAME.out and its standard error in $tmp/err.  The test
+# checks the file.
+copy_across_break ()
+{
+  local name=$1 size=$2 from=$3 at=$4 src=$5 pid r=0
+  shift 5
+  truncate -s "$size" "$tmp/$name.img"
+  start_breaking_nbdkit "$name" "$tmp/$name.img" "$from" "$at"
+  run_nbdcp "$@" "$src" "$(uri_of "$tmp/$name.sock")" \
+    >"$tmp/$name.out" 2>"$tmp/err" &
+  pid=$!
+  restart_broken_nbdkit "$name" file "$tmp/$name.img"
+  wait $pid || r=$?
+  [ $r = 0 ] || { cat "$tmp/err" >&2; fail "$name: exit $r"; }
+}
+
 # An awk function for programs that read nbdkit's log filter output:
 # hex(S) is the value of the hexadecimal string S ("0x1f" or "1f").
 # Portable (mawk has no strtonum).  Use it as  awk "$AWK_HEX"' ... '
