@@ -1,6 +1,7 @@
 /* --bitmap=NAME: what an incremental copy needs besides the lanes'
- * own work (lane.c skips clean extents; nbd.c negotiates the bitmap's
- * meta context and sorts its block status into its own list): the
+ * own work (lane.c skips clean extents; the NBD endpoint negotiates
+ * the bitmap's meta context, named as dirty_bitmap.h says, and sorts
+ * its block status into its own list): the
  * checks that refuse copies which cannot be incremental, and a look at
  * the whole bitmap before the copy for -p's total and -v's summary.
  */
@@ -19,12 +20,6 @@
 #include "job.h"
 #include "lane.h"
 #include "minmax.h"
-
-void
-bitmap_context (const char *name, char *buf, size_t size)
-{
-  snprintf (buf, size, "%s%s", BITMAP_CONTEXT_PREFIX, name);
-}
 
 int
 bitmap_check_endpoints (const struct options *opts)

@@ -7,20 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dirty_bitmap.h"
 #include "endpoint.h"
 #include "options.h"
 #include "settings.h"
-
-/* qemu exports bitmap NAME as the meta context qemu:dirty-bitmap:NAME,
-   whose extents have flag bit 0 set where dirty. */
-#define BITMAP_CONTEXT_PREFIX "qemu:dirty-bitmap:"
-#define BITMAP_STATE_DIRTY 1
-/* Room for the context name: options.c bounds NAME's length. */
-#define BITMAP_NAME_MAX 1024
-#define BITMAP_CONTEXT_MAX (sizeof BITMAP_CONTEXT_PREFIX + BITMAP_NAME_MAX)
-
-/* The meta context of bitmap NAME, into BUF. */
-void bitmap_context (const char *name, char *buf, size_t size);
 
 /* Refuse, before anything is opened, --bitmap copies that cannot be
  * incremental: streams, and a destination file that does not exist or

@@ -1,6 +1,7 @@
 /* Choosing an endpoint kind from what the user wrote, and opening and
- * closing endpoints.  Kinds themselves live in one file each: nbd.c
- * (also '[ CMD ]'), file.c, stream.c, null.c.
+ * closing endpoints.  Kinds themselves live in one file each, NBD in
+ * three: nbd.c, nbd_connect.c and nbd_handshake.c (also '[ CMD ]');
+ * file.c, stream.c, null.c.
  */
 #include <config.h>
 
@@ -153,7 +154,8 @@ endpoint_can_read_back (const char *spec, char **command)
 
 struct endpoint *
 endpoint_open (const char *spec, char **command, bool writable, unsigned want,
-               const struct options *opts)
+               const struct options *opts,
+               const volatile sig_atomic_t *interrupted)
 {
   const struct endpoint_ops *ops = classify (spec, command, writable);
   struct endpoint *ep;
@@ -171,6 +173,7 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
   ep->command = command;
   ep->side = writable ? "destination" : "source";
   ep->std_fd = -1;
+  ep->interrupted = interrupted;
   if (ops == &file_endpoint_ops || ops == &stream_endpoint_ops)
     ep->path = spec;
   /* stdin or stdout redirected from or to a file: that descriptor is

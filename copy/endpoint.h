@@ -145,6 +145,12 @@ struct endpoint {
   int std_fd;       /* '-' used as a file: the descriptor to use (0 or
                        1) rather than opening spec again; else -1 */
   int64_t size;     /* -1 if unknown (a stream source) */
+  /* The number of the signal that asked nbdcp to stop, or 0 (main's
+     flag, given to endpoint_open).  Opening an endpoint can wait a long
+     time (a server slow to start or to answer its handshake): it gives
+     up when this is set, so that main can close what was opened and
+     exit.  Never NULL. */
+  const volatile sig_atomic_t *interrupted;
   struct endpoint_caps caps;
   unsigned nconns;
   struct conn **conns;
@@ -158,11 +164,13 @@ endpoint_min_block (const struct endpoint *ep)
   return ep->caps.min_block > 1 ? ep->caps.min_block : 1;
 }
 
-/* Pick the endpoint kind for SPEC and open it.  Returns NULL after
- * error_set() on failure.
+/* Pick the endpoint kind for SPEC and open it.  INTERRUPTED is the
+ * flag a signal sets (see struct endpoint), read while opening and by
+ * a reconnect.  Returns NULL after error_set() on failure.
  */
 struct endpoint *endpoint_open (const char *spec, char **command, bool writable,
-                                unsigned want, const struct options *opts);
+                                unsigned want, const struct options *opts,
+                                const volatile sig_atomic_t *interrupted);
 void endpoint_close (struct endpoint *ep, bool clean);
 
 /* True if SPEC (or COMMAND) on that side names a stream (stdin/stdout
@@ -181,13 +189,6 @@ bool endpoint_is_new_file (const char *spec, char **command);
  * copy (--verify): not null:, not a stream.
  */
 bool endpoint_can_read_back (const char *spec, char **command);
-
-/* The number of the signal that asked nbdcp to stop, or 0; set by
- * main's handler.  Opening an endpoint can wait a long time (a server
- * slow to start or to answer its handshake): it gives up when this is
- * set, so that main can close what was opened and exit.
- */
-extern volatile sig_atomic_t interrupt_signal;
 
 extern const struct endpoint_ops nbd_endpoint_ops;
 extern const struct endpoint_ops null_endpoint_ops;

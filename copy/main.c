@@ -67,8 +67,10 @@ describe (const struct options *opts, const struct endpoint *ep)
         ep->caps.preferred_block, ep->caps.max_request);
 }
 
-/* See endpoint.h. */
-volatile sig_atomic_t interrupt_signal;
+/* The number of the signal that asked nbdcp to stop, or 0.  Given to
+   the endpoints and the engine as a pointer: nothing else reads it by
+   name. */
+static volatile sig_atomic_t interrupt_signal;
 
 static void
 on_signal (int signum)
@@ -379,6 +381,92 @@ print_blkhash (const struct options *opts, struct blkhash_file *bf,
   return 0;
 }
 
+/* Open the source, then the destination (-C cut to what the source
+ * can use), refusing what --bitmap cannot copy and a copy of a file
+ * onto itself.  *SRC and *DST are left for main to close.
+ */
+static int
+open_endpoints (struct options *opts, struct endpoint **src,
+                struct endpoint **dst)
+{
+  /* A stream is copied in order, on one connection. */
+  if (endpoint_is_stream (opts->src, opts->src_command, false)
+      || endpoint_is_stream (opts->dst, opts->dst_command, true))
+    opts->connections = 1;
+  limit_connections (opts);
+
+  *src = endpoint_open (opts->src, opts->src_command, false,
+                        opts->src_command ? 1 : opts->connections, opts,
+                        &interrupt_signal);
+  if (!*src)
+    return -1;
+  describe (opts, *src);
+  if (interrupt_signal || (opts->bitmap && bitmap_check_source (*src) == -1))
+    return -1;
+  *dst = endpoint_open (opts->dst, opts->dst_command, true,
+                        opts->dst_command ? 1 : useful_connections (opts, *src),
+                        opts, &interrupt_signal);
+  if (!*dst || interrupt_signal)
+    return -1;
+  if (same_file (*src, *dst))
+    return -1;
+  /* Before a destination file is given the source's size. */
+  if (opts->bitmap && bitmap_check_destination (*src, *dst) == -1)
+    return -1;
+  return 0;
+}
+
+/* -v: how the copy will run. */
+static void
+note_copy (const struct settings *set, const struct endpoint *src)
+{
+  char what[64] = "until the source stream ends";
+
+  if (src->size >= 0)
+    snprintf (what, sizeof what, "%" PRIi64 " bytes", src->size);
+  note (set->verbose,
+        "copying %s: %u lane%s on %u thread%s, "
+        "%u requests of %" PRIu32 " bytes, queue %" PRIu64
+        " bytes, sparse %" PRIu32 ", extents %s%s%s",
+        what, set->lanes, set->lanes == 1 ? "" : "s", set->lanes,
+        set->lanes == 1 ? "" : "s", set->requests, set->request_size,
+        set->queue_size, set->sparse_size, set->extents ? "on" : "off",
+        set->destination_is_zero ? ", destination is zero" : "",
+        set->allocated ? ", allocated" : "");
+}
+
+/* --stats: what the copy did, in ELAPSED seconds; OK if it succeeded. */
+static void
+print_stats (const struct options *opts, const struct settings *set,
+             const struct copy_stats *stats, const struct endpoint *src,
+             const struct endpoint *dst, double elapsed, bool ok)
+{
+  struct stats_context ctx = {
+    .src_connections = src->nconns,
+    .dst_connections = dst->nconns,
+    .elapsed = elapsed,
+    .ok = ok,
+    .bitmap = set->bitmap,
+  };
+
+  stats_print (stats, &ctx, opts->stats_json);
+}
+
+/* -v: what the copy did. */
+static void
+note_done (const struct options *opts, const struct copy_stats *stats,
+           const struct endpoint *dst)
+{
+  note (opts->verbose,
+        "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64
+        " skipped, %" PRIu64 " of source never read, %" PRIu64
+        " requests; %u destination connection%s %s",
+        stats->data_bytes, stats->zero_bytes, stats->skipped_bytes,
+        stats->hole_bytes, stats->requests, stats->lanes,
+        stats->lanes == 1 ? "" : "s",
+        dst->caps.can_flush ? "flushed" : "used (no flush support)");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -410,28 +498,7 @@ main (int argc, char **argv)
   if (opts.bitmap && bitmap_check_endpoints (&opts) == -1)
     goto fail;
 
-  /* A stream is copied in order, on one connection. */
-  if (endpoint_is_stream (opts.src, opts.src_command, false)
-      || endpoint_is_stream (opts.dst, opts.dst_command, true))
-    opts.connections = 1;
-  limit_connections (&opts);
-
-  src = endpoint_open (opts.src, opts.src_command, false,
-                       opts.src_command ? 1 : opts.connections, &opts);
-  if (!src)
-    goto fail;
-  describe (&opts, src);
-  if (interrupt_signal || (opts.bitmap && bitmap_check_source (src) == -1))
-    goto fail;
-  dst = endpoint_open (opts.dst, opts.dst_command, true,
-                       opts.dst_command ? 1 : useful_connections (&opts, src),
-                       &opts);
-  if (!dst || interrupt_signal)
-    goto fail;
-  if (same_file (src, dst))
-    goto fail;
-  /* Before a destination file is given the source's size. */
-  if (opts.bitmap && bitmap_check_destination (src, dst) == -1)
+  if (open_endpoints (&opts, &src, &dst) == -1)
     goto fail;
   if (opts.resume) {
     if (open_journal (&opts, src, dst, &journal) == -1)
@@ -448,18 +515,7 @@ main (int argc, char **argv)
   if (settings_compute (&set, &opts, src, dst) == -1
       || (set.bitmap && bitmap_scan (src, &set) == -1))
     goto fail;
-  char what[64] = "until the source stream ends";
-  if (src->size >= 0)
-    snprintf (what, sizeof what, "%" PRIi64 " bytes", src->size);
-  note (set.verbose,
-        "copying %s: %u lane%s on %u thread%s, "
-        "%u requests of %" PRIu32 " bytes, queue %" PRIu64
-        " bytes, sparse %" PRIu32 ", extents %s%s%s",
-        what, set.lanes, set.lanes == 1 ? "" : "s", set.lanes,
-        set.lanes == 1 ? "" : "s", set.requests, set.request_size,
-        set.queue_size, set.sparse_size, set.extents ? "on" : "off",
-        set.destination_is_zero ? ", destination is zero" : "",
-        set.allocated ? ", allocated" : "");
+  note_copy (&set, src);
 
   /* A journal from an earlier run means the destination may hold that
      run's writes anywhere: it no longer reads as zero. */
@@ -479,16 +535,8 @@ main (int argc, char **argv)
                   &source_hash, have_journal ? &journal : NULL);
   progress_finish (&progress, 0,
                    set.bitmap ? set.dirty_bytes : stats.total_bytes, r == 0);
-  if (opts.stats) {
-    struct stats_context ctx = {
-      .src_connections = src->nconns,
-      .dst_connections = dst->nconns,
-      .elapsed = now () - start,
-      .ok = r == 0,
-      .bitmap = set.bitmap,
-    };
-    stats_print (&stats, &ctx, opts.stats_json);
-  }
+  if (opts.stats)
+    print_stats (&opts, &set, &stats, src, dst, now () - start, r == 0);
   if (r == -1 && stats.error == EPIPE && dst->caps.stream && !opts.verbose)
     goto out; /* the reader went away (| head): end quietly */
   if (r == -1)
@@ -510,14 +558,7 @@ main (int argc, char **argv)
     if (journal_close (&journal, true) == -1)
       goto fail;
   }
-  note (opts.verbose,
-        "done: %" PRIu64 " bytes data, %" PRIu64 " zeroed, %" PRIu64
-        " skipped, %" PRIu64 " of source never read, %" PRIu64
-        " requests; %u destination connection%s %s",
-        stats.data_bytes, stats.zero_bytes, stats.skipped_bytes,
-        stats.hole_bytes, stats.requests, stats.lanes,
-        stats.lanes == 1 ? "" : "s",
-        dst->caps.can_flush ? "flushed" : "used (no flush support)");
+  note_done (&opts, &stats, dst);
   status = EXIT_SUCCESS;
   goto out;
 

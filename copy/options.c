@@ -15,8 +15,8 @@
 
 #include <libnbd.h>
 
-#include "bitmap.h"
 #include "blkhash.h"
+#include "dirty_bitmap.h"
 #include "human_size.h"
 #include "minmax.h"
 #include "options.h"
@@ -400,12 +400,172 @@ parse_endpoints (int ac, char **av, char **groups[MAX_GROUPS],
   return 0;
 }
 
+/* What parse_value_option and parse_feature_option return for an
+   option that is not theirs. */
+#define NOT_MINE 1
+
+/* The options whose value is a number or a size (optarg), checked
+ * against its range.  Returns 0, -1 after bad(), or NOT_MINE for an
+ * option C that is not one of them.
+ */
+static int
+parse_value_option (int c, struct options *opts)
+{
+  int64_t size;
+
+  switch (c) {
+  case TIMEOUT_OPTION:
+    if (parse_seconds (optarg, &opts->timeout_ms) == -1)
+      return bad ("--timeout: '%s' is not a number of seconds from 0.01 "
+                  "to 86400",
+                  optarg);
+    break;
+  case RETRY_OPTION:
+    if (parse_count ("--retry", optarg, 0, 1000, &opts->retry))
+      return -1;
+    break;
+  case RETRY_DELAY_OPTION:
+    if (parse_seconds (optarg, &opts->retry_delay_ms) == -1)
+      return bad ("--retry-delay: '%s' is not a number of seconds from "
+                  "0.01 to 86400",
+                  optarg);
+    break;
+  case CHECKPOINT_OPTION:
+    if (parse_size ("--checkpoint", optarg, &opts->checkpoint))
+      return -1;
+    if (opts->checkpoint < (int64_t) 128 * 1024 * 1024)
+      return bad ("--checkpoint: %s is less than a segment (128M)", optarg);
+    break;
+  case 'C':
+    if (parse_count ("--connections", optarg, 1, 1024, &opts->connections))
+      return -1;
+    break;
+  case 'T':
+    /* 0 is the default, as with nbdcopy. */
+    if (parse_count ("--threads", optarg, 0, 1024, &opts->threads))
+      return -1;
+    break;
+  case 'R':
+    if (parse_count ("--requests", optarg, 1, 1024, &opts->requests))
+      return -1;
+    opts->requests_set = true;
+    break;
+  case REQUEST_SIZE_OPTION:
+    if (parse_size ("--request-size", optarg, &size))
+      return -1;
+    if (size < MIN_REQUEST_SIZE || size > MAX_REQUEST_SIZE
+        || !IS_POWER_OF_2 (size))
+      return bad ("--request-size: %s must be a power of 2 from 512 to 32M",
+                  optarg);
+    opts->request_size = size;
+    opts->request_size_set = true;
+    break;
+  case QUEUE_SIZE_OPTION:
+    if (parse_size ("--queue-size", optarg, &size))
+      return -1;
+    /* 0 is the default, as with nbdcopy. */
+    if (size != 0 && size < MIN_REQUEST_SIZE)
+      return bad ("--queue-size: %s is neither 0 (the default) nor at "
+                  "least 512",
+                  optarg);
+    opts->queue_size = size;
+    break;
+  case 'S':
+    if (parse_size ("--sparse", optarg, &size))
+      return -1;
+    if (size % 512 != 0 || size > MAX_REQUEST_SIZE)
+      return bad ("--sparse: %s must be 0 or a multiple of 512 up to 32M",
+                  optarg);
+    opts->sparse_size = size;
+    break;
+  default:
+    return NOT_MINE;
+  }
+  return 0;
+}
+
+/* The options that switch a feature on, with a word or a name as
+ * their value if any.  Returns 0, -1 after bad(), or NOT_MINE for an
+ * option C that is not one of them.
+ */
+static int
+parse_feature_option (int c, struct options *opts)
+{
+  switch (c) {
+  case ALLOCATED_OPTION:
+    opts->allocated = true;
+    break;
+  case DESTINATION_IS_ZERO_OPTION:
+    opts->destination_is_zero = true;
+    break;
+  case BITMAP_OPTION:
+    if (optarg[0] == '\0' || strlen (optarg) > BITMAP_NAME_MAX)
+      return bad ("--bitmap: the bitmap's name must have 1 to %d bytes",
+                  BITMAP_NAME_MAX);
+    opts->bitmap = optarg;
+    break;
+  case BLKHASH_OPTION:
+    opts->blkhash = true;
+    if (optarg && parse_blkhash (optarg, opts) == -1)
+      return -1;
+    break;
+  case BLKHASH_FILE_OPTION:
+    if (optarg[0] == '\0')
+      return bad ("--blkhash-file: an empty file name");
+    opts->blkhash = true;
+    opts->blkhash_file = optarg;
+    break;
+  case DIRECT_OPTION:
+    opts->direct = true;
+    break;
+  case FLUSH_OPTION:
+    /* nbdcp always flushes every destination connection at the end;
+       the option is accepted so that nbdcopy command lines work. */
+    break;
+  case NO_EXTENTS_OPTION:
+    opts->extents = false;
+    break;
+  case SYNCHRONOUS_OPTION:
+    opts->synchronous = true;
+    break;
+  case STATS_OPTION:
+    opts->stats = true;
+    if (optarg && strcmp (optarg, "json") == 0)
+      opts->stats_json = true;
+    else if (optarg && strcmp (optarg, "text") != 0)
+      return bad ("--stats: '%s' is not 'text' or 'json'", optarg);
+    break;
+  case 'v':
+    opts->verbose = true;
+    break;
+  case VERIFY_OPTION:
+    opts->verify = true;
+    if (optarg && strcmp (optarg, "full") == 0)
+      opts->verify_full = true;
+    else if (optarg && strcmp (optarg, "data") != 0)
+      return bad ("--verify: '%s' is not 'data' or 'full'", optarg);
+    break;
+  case RESUME_OPTION:
+    if (optarg[0] == '\0')
+      return bad ("--resume: an empty file name");
+    opts->resume = optarg;
+    break;
+  case 'p':
+    opts->progress = true;
+    if (optarg && parse_progress_fd (optarg, &opts->progress_fd) == -1)
+      return bad ("--progress: '%s' is not a file descriptor", optarg);
+    break;
+  default:
+    return NOT_MINE;
+  }
+  return 0;
+}
+
 static int
 parse_options (int ac, char **av, char **groups[MAX_GROUPS],
                struct options *opts)
 {
-  int c;
-  int64_t size;
+  int c, r;
 
   *opts = (struct options){
     .connections = 4,
@@ -435,137 +595,17 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     case SHORT_OPTIONS_OPTION:
       list_options (c == LONG_OPTIONS_OPTION);
       return 1;
-    case ALLOCATED_OPTION:
-      opts->allocated = true;
-      break;
-    case DESTINATION_IS_ZERO_OPTION:
-      opts->destination_is_zero = true;
-      break;
-    case BITMAP_OPTION:
-      if (optarg[0] == '\0' || strlen (optarg) > BITMAP_NAME_MAX)
-        return bad ("--bitmap: the bitmap's name must have 1 to %d bytes",
-                    BITMAP_NAME_MAX);
-      opts->bitmap = optarg;
-      break;
-    case BLKHASH_OPTION:
-      opts->blkhash = true;
-      if (optarg && parse_blkhash (optarg, opts) == -1)
-        return -1;
-      break;
-    case BLKHASH_FILE_OPTION:
-      if (optarg[0] == '\0')
-        return bad ("--blkhash-file: an empty file name");
-      opts->blkhash = true;
-      opts->blkhash_file = optarg;
-      break;
-    case DIRECT_OPTION:
-      opts->direct = true;
-      break;
-    case FLUSH_OPTION:
-      /* nbdcp always flushes every destination connection at the end;
-         the option is accepted so that nbdcopy command lines work. */
-      break;
-    case NO_EXTENTS_OPTION:
-      opts->extents = false;
-      break;
-    case SYNCHRONOUS_OPTION:
-      opts->synchronous = true;
-      break;
-    case TIMEOUT_OPTION:
-      if (parse_seconds (optarg, &opts->timeout_ms) == -1)
-        return bad ("--timeout: '%s' is not a number of seconds from 0.01 "
-                    "to 86400",
-                    optarg);
-      break;
-    case STATS_OPTION:
-      opts->stats = true;
-      if (optarg && strcmp (optarg, "json") == 0)
-        opts->stats_json = true;
-      else if (optarg && strcmp (optarg, "text") != 0)
-        return bad ("--stats: '%s' is not 'text' or 'json'", optarg);
-      break;
-    case 'v':
-      opts->verbose = true;
-      break;
-    case VERIFY_OPTION:
-      opts->verify = true;
-      if (optarg && strcmp (optarg, "full") == 0)
-        opts->verify_full = true;
-      else if (optarg && strcmp (optarg, "data") != 0)
-        return bad ("--verify: '%s' is not 'data' or 'full'", optarg);
-      break;
-    case RETRY_OPTION:
-      if (parse_count ("--retry", optarg, 0, 1000, &opts->retry))
-        return -1;
-      break;
-    case RETRY_DELAY_OPTION:
-      if (parse_seconds (optarg, &opts->retry_delay_ms) == -1)
-        return bad ("--retry-delay: '%s' is not a number of seconds from "
-                    "0.01 to 86400",
-                    optarg);
-      break;
-    case CHECKPOINT_OPTION:
-      if (parse_size ("--checkpoint", optarg, &opts->checkpoint))
-        return -1;
-      if (opts->checkpoint < (int64_t) 128 * 1024 * 1024)
-        return bad ("--checkpoint: %s is less than a segment (128M)", optarg);
-      break;
-    case RESUME_OPTION:
-      if (optarg[0] == '\0')
-        return bad ("--resume: an empty file name");
-      opts->resume = optarg;
-      break;
-    case 'p':
-      opts->progress = true;
-      if (optarg && parse_progress_fd (optarg, &opts->progress_fd) == -1)
-        return bad ("--progress: '%s' is not a file descriptor", optarg);
-      break;
-    case 'C':
-      if (parse_count ("--connections", optarg, 1, 1024, &opts->connections))
-        return -1;
-      break;
-    case 'T':
-      /* 0 is the default, as with nbdcopy. */
-      if (parse_count ("--threads", optarg, 0, 1024, &opts->threads))
-        return -1;
-      break;
-    case 'R':
-      if (parse_count ("--requests", optarg, 1, 1024, &opts->requests))
-        return -1;
-      opts->requests_set = true;
-      break;
-    case REQUEST_SIZE_OPTION:
-      if (parse_size ("--request-size", optarg, &size))
-        return -1;
-      if (size < MIN_REQUEST_SIZE || size > MAX_REQUEST_SIZE
-          || !IS_POWER_OF_2 (size))
-        return bad ("--request-size: %s must be a power of 2 from 512 to 32M",
-                    optarg);
-      opts->request_size = size;
-      opts->request_size_set = true;
-      break;
-    case QUEUE_SIZE_OPTION:
-      if (parse_size ("--queue-size", optarg, &size))
-        return -1;
-      /* 0 is the default, as with nbdcopy. */
-      if (size != 0 && size < MIN_REQUEST_SIZE)
-        return bad ("--queue-size: %s is neither 0 (the default) nor at "
-                    "least 512",
-                    optarg);
-      opts->queue_size = size;
-      break;
-    case 'S':
-      if (parse_size ("--sparse", optarg, &size))
-        return -1;
-      if (size % 512 != 0 || size > MAX_REQUEST_SIZE)
-        return bad ("--sparse: %s must be 0 or a multiple of 512 up to 32M",
-                    optarg);
-      opts->sparse_size = size;
-      break;
-    case '?':
     default:
-      /* Long options are named as written (optopt would give the short
-         form of --version=1, say); short ones by their letter. */
+      r = parse_feature_option (c, opts);
+      if (r == NOT_MINE)
+        r = parse_value_option (c, opts);
+      if (r == -1)
+        return -1;
+      if (r == 0)
+        break;
+      /* '?', or an option without a case: long options are named as written
+         (optopt would give the short form of --version=1, say); short ones by
+         their letter. */
       if (strncmp (av[optind - 1], "--", 2) == 0 || !optopt
           || optopt >= CHAR_MAX)
         return bad ("unknown option or missing value: %s", av[optind - 1]);

@@ -372,7 +372,7 @@ mutation bitmap-skips-dirty-holes copy/lane.c \
 # is extended with zeroes and the copy "succeeds", differing from the
 # source.
 mutation bitmap-small-destination copy/main.c \
-'  if (opts.bitmap && bitmap_check_destination (src, dst) == -1)' \
+'  if (opts->bitmap && bitmap_check_destination (*src, *dst) == -1)' \
 '  if (false)'
 
 # --blkhash-file opened only at the end, after the whole copy (a file
@@ -384,7 +384,7 @@ mutation blkhash-file-opened-late copy/main.c \
 ' \
 ''
 
-mutation connection-sizes-unchecked copy/nbd.c \
+mutation connection-sizes-unchecked copy/nbd_connect.c \
 '    if (nbd_get_size (h[i]) != ep->size) {' \
 '    if (false) {'
 

@@ -133,6 +133,75 @@ check_same ()
   fi
 }
 
+# copy_checked WHAT SRC DST NBDCP-ARGS...: copy SRC to DST with nbdcp
+# NBDCP-ARGS (which must succeed), then check_same SRC DST: the usual
+# copy of a data test, its oracle included.
+copy_checked ()
+{
+  local what=$1 src=$2 dst=$3
+  shift 3
+  run_nbdcp "$@" "$src" "$dst" || fail "$what: nbdcp $* failed"
+  check_same "$src" "$dst" "$what"
+}
+
+# copy_logged NAME SOURCE-ARGS... -- DESTINATION-ARGS... -- NBDCP-ARGS...:
+# serve a source with nbdkit SOURCE-ARGS on $tmp/NAME-src.sock and a
+# destination with nbdkit --filter=log DESTINATION-ARGS on
+# $tmp/NAME.sock, logging to $tmp/NAME.log; copy_checked between them.
+# The copy's log is kept as $tmp/NAME.copy.log, before qemu-img's
+# requests join it, for the test to read what nbdcp sent.
+copy_logged ()
+{
+  local name=$1 source=() destination=()
+  shift
+  while [ "$1" != -- ]; do source+=("$1"); shift; done
+  shift
+  while [ "$1" != -- ]; do destination+=("$1"); shift; done
+  shift
+  start_nbdkit "$name-src" "${source[@]}"
+  start_nbdkit "$name" --filter=log "${destination[@]}" \
+    logfile="$tmp/$name.log"
+  run_nbdcp "$@" "$(uri_of "$tmp/$name-src.sock")" \
+    "$(uri_of "$tmp/$name.sock")" || fail "$name: nbdcp $* failed"
+  cp "$tmp/$name.log" "$tmp/$name.copy.log"
+  check_same "$(uri_of "$tmp/$name-src.sock")" "$(uri_of "$tmp/$name.sock")" \
+    "$name"
+}
+
+# start_slow_twin NAME TWIN RDELAY PLUGIN-ARGS...: a read-only source
+# NAME, nbdkit PLUGIN-ARGS slowed by the delay filter (rdelay=RDELAY),
+# and its twin TWIN serving the same bytes at full speed, for
+# check_same to compare with quickly.  PLUGIN-ARGS must serve the same
+# bytes every time (sparse-random with a seed, pattern, data...).
+start_slow_twin ()
+{
+  local name=$1 twin=$2 rdelay=$3
+  shift 3
+  start_nbdkit "$name" -r --filter=delay "$@" rdelay="$rdelay"
+  start_nbdkit "$twin" -r "$@"
+}
+
+# copy_across_break NAME SIZE FROM AT SRC NBDCP-ARGS...: nbdcp
+# NBDCP-ARGS (with --retry) copies SRC onto a new SIZE-byte file
+# $tmp/NAME.img, served by start_breaking_nbdkit NAME FILE FROM AT
+# until it breaks and then by nbdkit's file plugin on the same socket
+# (restart_broken_nbdkit).  nbdcp must exit 0; its standard output is
+# left in $tmp/NAME.out and its standard error in $tmp/err.  The test
+# checks the file.
+copy_across_break ()
+{
+  local name=$1 size=$2 from=$3 at=$4 src=$5 pid r=0
+  shift 5
+  truncate -s "$size" "$tmp/$name.img"
+  start_breaking_nbdkit "$name" "$tmp/$name.img" "$from" "$at"
+  run_nbdcp "$@" "$src" "$(uri_of "$tmp/$name.sock")" \
+    >"$tmp/$name.out" 2>"$tmp/err" &
+  pid=$!
+  restart_broken_nbdkit "$name" file "$tmp/$name.img"
+  wait $pid || r=$?
+  [ $r = 0 ] || { cat "$tmp/err" >&2; fail "$name: exit $r"; }
+}
+
 # An awk function for programs that read nbdkit's log filter output:
 # hex(S) is the value of the hexadecimal string S ("0x1f" or "1f").
 # Portable (mawk has no strtonum).  Use it as  awk "$AWK_HEX"' ... '

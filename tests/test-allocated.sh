@@ -13,22 +13,13 @@ data='@1048576 1 @134215000 3*5000 @268435456 2'
 size=512M
 
 # copy NAME PLUGIN-ARGS -- NBDCP-OPTIONS...: copy the source to a
-# destination served by PLUGIN-ARGS logging to $tmp/NAME.log, and
-# compare the two afterwards.
+# destination served by PLUGIN-ARGS, and compare the two afterwards;
+# the copy's requests are in $tmp/NAME.copy.log.
 copy ()
 {
-  local name=$1 plugin=() src dst
+  local name=$1
   shift
-  while [ "$1" != -- ]; do plugin+=("$1"); shift; done
-  shift
-  start_nbdkit "$name-src" data "$data" size=$size
-  start_nbdkit "$name" --filter=log "${plugin[@]}" logfile="$tmp/$name.log"
-  src=$(uri_of "$tmp/$name-src.sock")
-  dst=$(uri_of "$tmp/$name.sock")
-  run_nbdcp "$@" "$src" "$dst" || fail "$name: nbdcp failed"
-  # Keep the copy's log apart from qemu-img's requests.
-  cp "$tmp/$name.log" "$tmp/$name.copy.log"
-  check_same "$src" "$dst" "$name"
+  copy_logged "$name" data "$data" size=$size -- "$@"
 }
 
 # The log filter prints a Zero's NBD_CMD_FLAG_NO_HOLE as trim=0

@@ -27,20 +27,14 @@ written ()
 }
 
 # copy NAME NBDCP-OPTIONS...: copy the source to a fresh memory disk
-# logging to $tmp/NAME.log, and compare the two afterwards.
+# with -S 4096, and compare the two afterwards; the copy's requests are
+# in $tmp/NAME.copy.log.
 copy ()
 {
-  local name=$1 src dst
+  local name=$1
   shift
-  start_nbdkit "$name-src" data "$data" size=$size
-  start_nbdkit "$name" --filter=log memory size=$size \
-    logfile="$tmp/$name.log"
-  src=$(uri_of "$tmp/$name-src.sock")
-  dst=$(uri_of "$tmp/$name.sock")
-  run_nbdcp -S 4096 "$@" "$src" "$dst" || fail "$name: nbdcp failed"
-  # Keep the copy's log apart from qemu-img's requests.
-  cp "$tmp/$name.log" "$tmp/$name.copy.log"
-  check_same "$src" "$dst" "$name"
+  copy_logged "$name" data "$data" size=$size -- memory size=$size -- \
+    -S 4096 "$@"
 }
 
 # A fresh memory disk reads as zero, so the option tells the truth.

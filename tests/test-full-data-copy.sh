@@ -10,14 +10,12 @@ requires "$QEMU_IMG"
 # copy NAME SIZE SPARSE-RANDOM-ARGS...
 copy ()
 {
-  local name=$1 size=$2 src dst
+  local name=$1 size=$2
   shift 2
   start_nbdkit "$name" -r sparse-random size="$size" "$@"
   start_nbdkit "$name-dst" memory size="$size"
-  src=$(uri_of "$tmp/$name.sock")
-  dst=$(uri_of "$tmp/$name-dst.sock")
-  run_nbdcp "$src" "$dst" || fail "$name: copy failed"
-  check_same "$src" "$dst" "$name"
+  copy_checked "$name" "$(uri_of "$tmp/$name.sock")" \
+    "$(uri_of "$tmp/$name-dst.sock")"
   stop_servers
 }
 

@@ -24,11 +24,9 @@ dst_junk='@0x0c0000000 9 9 9 @0x2800f0000 9 9 @0x3c0000000 9'
 # source's holes; the result must read as the source.
 copy ()
 {
-  local name=$1 src=$2 dst
+  local name=$1 src=$2
   start_nbdkit "$name-dst" data "$dst_junk" size=$size
-  dst=$(uri_of "$tmp/$name-dst.sock")
-  run_nbdcp "$src" "$dst" || fail "$name: nbdcp failed"
-  check_same "$src" "$dst" "$name"
+  copy_checked "$name" "$src" "$(uri_of "$tmp/$name-dst.sock")"
 }
 
 # nbdkit's data plugin, whose log counts the block status requests.

@@ -61,9 +61,7 @@ size=512M
 # NBD to NBD.  One connection, one request at a time, on a source whose
 # reads take 0.1 s: about 50 s for the whole disk.  Its twin without the
 # delay serves the same bytes, for qemu-img to compare with.
-sr=(sparse-random size=$size seed=5 percent=100)
-start_nbdkit src -r --filter=delay "${sr[@]}" rdelay=100ms
-start_nbdkit ref -r "${sr[@]}"
+start_slow_twin src ref 100ms sparse-random size=$size seed=5 percent=100
 start_nbdkit dst memory size=$size
 src=$(uri_of "$tmp/src.sock")
 dst=$(uri_of "$tmp/dst.sock")

@@ -26,9 +26,7 @@ check_progress ()
 # NBD to NBD, slowed down so that several lines are written.  The
 # source's twin without the delay serves the same bytes, for qemu-img
 # to compare with.
-sr=(sparse-random size=256M percent=100 seed=3)
-start_nbdkit src -r --filter=delay "${sr[@]}" rdelay=20ms
-start_nbdkit ref -r "${sr[@]}"
+start_slow_twin src ref 20ms sparse-random size=256M percent=100 seed=3
 ref=$(uri_of "$tmp/ref.sock")
 start_nbdkit dst memory size=256M
 run_nbdcp --progress=3 -C 2 -T 2 -R 2 "$(uri_of "$tmp/src.sock")" \

@@ -20,13 +20,9 @@ export LC_ALL=C
 # looked at several times.  The twin without the delay serves the same
 # bytes, for qemu-img to compare with quickly.  A smaller one for the
 # stream.
-sr=(sparse-random size=64M percent=100 seed=3)
-start_nbdkit src -r --filter=delay "${sr[@]}" rdelay=20ms
-start_nbdkit ref -r "${sr[@]}"
+start_slow_twin src ref 20ms sparse-random size=64M percent=100 seed=3
 src=$(uri_of "$tmp/src.sock") ref=$(uri_of "$tmp/ref.sock")
-ssr=(sparse-random size=16M percent=100 seed=5)
-start_nbdkit ssrc -r --filter=delay "${ssr[@]}" rdelay=20ms
-start_nbdkit sref -r "${ssr[@]}"
+start_slow_twin ssrc sref 20ms sparse-random size=16M percent=100 seed=5
 start_nbdkit small -r pattern size=4M
 
 unit='[0-9.]+ ([KMGT]iB|bytes)'

@@ -57,37 +57,38 @@ differs ()
   fi
 }
 
+# destination_fails WHAT PATTERN ERROR-FILTER-ARGS...: onto the junk
+# disk, a copy to the destination behind nbdkit's error filter with
+# ERROR-FILTER-ARGS fails with a message matching PATTERN and leaves it
+# incomplete; the same copy to the healthy server on the same socket
+# then makes it equal to the source.
+destination_fails ()
+{
+  local what=$1 pattern=$2
+  shift 2
+  junk
+  start_dst --filter=error file "$tmp/dst.img" "$@"
+  expect_fail "$pattern" "$NBDCP" "$src" "$dst"
+  start_dst file "$tmp/dst.img"
+  differs "$what failing"
+  run_nbdcp "$src" "$dst"
+  same "a retry after $what failed"
+}
+
 # 1. Every write fails.
-start_dst --filter=error file "$tmp/dst.img" \
+destination_fails "every write" \
+  '^nbdcp: destination write at offset [0-9]+ length [0-9]+ failed: Input/output error$' \
   error-pwrite=EIO error-pwrite-rate=100%
-expect_fail '^nbdcp: destination write at offset [0-9]+ length [0-9]+ failed: Input/output error$' \
-  "$NBDCP" "$src" "$dst"
-start_dst file "$tmp/dst.img"
-differs "every write failing"
-run_nbdcp "$src" "$dst"
-same "a retry after every write failed"
 
 # 2. Some writes fail, after others went through.
-junk
-start_dst --filter=error file "$tmp/dst.img" \
+destination_fails "some writes" \
+  'destination write at offset [0-9]+ length [0-9]+ failed' \
   error-pwrite=EIO error-pwrite-rate=3%
-expect_fail 'destination write at offset [0-9]+ length [0-9]+ failed' \
-  "$NBDCP" "$src" "$dst"
-start_dst file "$tmp/dst.img"
-differs "some writes failing"
-run_nbdcp "$src" "$dst"
-same "a retry after some writes failed"
 
 # 3. Zeroes fail (the junk must still be zeroed by the retry).
-junk
-start_dst --filter=error file "$tmp/dst.img" \
+destination_fails "every zero" \
+  'destination (zero|write) at offset [0-9]+ length [0-9]+ failed' \
   error-zero=EIO error-zero-rate=100% error-trim=EIO error-trim-rate=100%
-expect_fail 'destination (zero|write) at offset [0-9]+ length [0-9]+ failed' \
-  "$NBDCP" "$src" "$dst"
-start_dst file "$tmp/dst.img"
-differs "every zero failing"
-run_nbdcp "$src" "$dst"
-same "a retry after every zero failed"
 
 # 4. Source reads fail part way, then the source is healthy.
 junk

@@ -31,19 +31,13 @@ want=$(python3 "$ref" "$tmp/ref.raw")
 # copy NAME NBDCP-ARGS...: copy the source onto a fresh file through a
 # destination that breaks 48 MiB into a segment (both lanes are in their
 # first segment then) and comes back as a plain file server; the
-# checksum nbdcp prints goes to $tmp/NAME.sum, its stderr to $tmp/err.
+# checksum nbdcp prints goes to $tmp/NAME.out, its stderr to $tmp/err.
 copy ()
 {
-  local name=$1 pid r=0
+  local name=$1
   shift
-  truncate -s $size "$tmp/$name.img"
-  start_breaking_nbdkit "$name" "$tmp/$name.img" 0 $((48 * 1024 * 1024))
-  run_nbdcp -C 2 -T 2 --retry=10 --retry-delay=0.1 --stats=json "$@" \
-    "$src" "$(uri_of "$tmp/$name.sock")" >"$tmp/$name.sum" 2>"$tmp/err" &
-  pid=$!
-  restart_broken_nbdkit "$name" file "$tmp/$name.img"
-  wait $pid || r=$?
-  [ $r = 0 ] || { cat "$tmp/err" >&2; fail "$name: exit $r"; }
+  copy_across_break "$name" $size 0 $((48 * 1024 * 1024)) "$src" \
+    -C 2 -T 2 --retry=10 --retry-delay=0.1 --stats=json "$@"
   grep -q "reconnecting in .* (retry 1 of 10)" "$tmp/err" ||
     { cat "$tmp/err" >&2; fail "$name: no reconnection was logged"; }
   # (Whether a write of the segments broken had been answered before
@@ -52,8 +46,8 @@ copy ()
   grep -q '"retries": [1-9]' "$tmp/err" ||
     { cat "$tmp/err" >&2; fail "$name: no reconnection counted"; }
   check_same "$tmp/ref.raw" "$tmp/$name.img" "$name"
-  [ "$(cat "$tmp/$name.sum")" = "$want" ] ||
-    fail "$name: checksum $(cat "$tmp/$name.sum"), the source's is $want"
+  [ "$(cat "$tmp/$name.out")" = "$want" ] ||
+    fail "$name: checksum $(cat "$tmp/$name.out"), the source's is $want"
 }
 
 copy blkhash --blkhash

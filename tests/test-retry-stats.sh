@@ -29,17 +29,11 @@ json ()
 # and comes back as a plain file server; then the stats are checked.
 copy ()
 {
-  local name=$1 pid r=0
+  local name=$1
   shift
-  truncate -s $size "$tmp/$name.img"
-  start_breaking_nbdkit "$name" "$tmp/$name.img" $((128 * 1024 * 1024)) \
-    $((16 * 1024 * 1024))
-  run_nbdcp -C 1 -T 1 --retry=10 --retry-delay=0.1 --stats=json "$@" "$src" \
-    "$(uri_of "$tmp/$name.sock")" 2>"$tmp/err" &
-  pid=$!
-  restart_broken_nbdkit "$name" file "$tmp/$name.img"
-  wait $pid || r=$?
-  [ $r = 0 ] || { cat "$tmp/err" >&2; fail "$name: exit $r"; }
+  copy_across_break "$name" $size $((128 * 1024 * 1024)) \
+    $((16 * 1024 * 1024)) "$src" \
+    -C 1 -T 1 --retry=10 --retry-delay=0.1 --stats=json "$@"
   check_same "$src" "$tmp/$name.img" "$name"
 
   data=$(json data_bytes) zero=$(json zero_bytes)

@@ -15,17 +15,14 @@ requires "$QEMU_IMG"
 # run that is not written.
 copy ()
 {
-  local size=$1 seed=$RANDOM n src dst
+  local size=$1 seed=$RANDOM n
   shift
   n=$((++copies))
   echo "size=$size seed=$seed: nbdcp $*"
   [ -S "$tmp/dst-$size.sock" ] || start_nbdkit "dst-$size" memory size="$size"
   start_nbdkit "src$n" -r sparse-random size="$size" seed=$seed
-  src=$(uri_of "$tmp/src$n.sock")
-  dst=$(uri_of "$tmp/dst-$size.sock")
-  run_nbdcp "$@" "$src" "$dst" ||
-    fail "copy of size $size (seed $seed) with '$*' failed"
-  check_same "$src" "$dst" "size $size, seed $seed, '$*'"
+  copy_checked "size $size, seed $seed, '$*'" "$(uri_of "$tmp/src$n.sock")" \
+    "$(uri_of "$tmp/dst-$size.sock")" "$@"
   kill "${_pids[-1]}"
 }
 copies=0

@@ -4,7 +4,7 @@
 # connection hangs here rather than in a user's hands.  Such copies
 # leave connections idle between replies, which is when a stale read
 # wake-up once stranded libnbd in REPLY.START with commands queued
-# but never sent (see socket_ready in copy/nbd.c).  That took a race
+# but never sent (see nbd_socket_ready in copy/nbd.c).  That took a race
 # in the kernel and struck about one 256M copy in 20-60, so this is a
 # bounded net that catches such hangs now and then, not a proof.
 #
@@ -69,7 +69,7 @@ while [ "$runs" -lt "$max_runs" ] &&
     cat "$tmp/err" >&2
     fail "run $runs hung: 'nbdcp $*' of a $size sparse-random disk" \
       "(seed=$seed) did not finish in $RUN_TIMEOUT s; a connection" \
-      "probably stopped sending (see socket_ready in copy/nbd.c)"
+      "probably stopped sending (see nbd_socket_ready in copy/nbd.c)"
   fi
   if [ "$r" -ne 0 ]; then
     cat "$tmp/err" >&2

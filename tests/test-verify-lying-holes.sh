@@ -43,23 +43,7 @@ sys.exit(1)
 PY
   skip "the file system does not keep written zeroes allocated"
 
-cat >"$tmp/extents.py" <<'EOF'
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-off, end = int(sys.argv[2]), int(sys.argv[2]) + int(sys.argv[3])
-while off < end:
-    try:
-        data = min(os.lseek(fd, off, os.SEEK_DATA), end)
-    except OSError:
-        data = end
-    if data > off:
-        print(off, data - off, "hole,zero")
-        off = data
-        continue
-    hole = min(os.lseek(fd, off, os.SEEK_HOLE), end)
-    print(off, hole - off, "data")
-    off = hole
-EOF
+extents_py=$(cd "${srcdir:-.}" && pwd)/tests/file-extents.py
 # liar NAME LO HI: the destination over $tmp/NAME.img; reads of
 # [LO, HI) return 'x' for every zero byte.  LO = HI: an honest server.
 liar ()
@@ -77,7 +61,7 @@ liar ()
     pwrite="dd of='$disk' bs=64K seek=\$4 oflag=seek_bytes conv=notrunc \
             status=none" \
     zero="fallocate -p -o \$4 -l \$3 '$disk'" \
-    extents="python3 '$tmp/extents.py' '$disk' \$4 \$3" \
+    extents="python3 '$extents_py' '$disk' \$4 \$3" \
     flush='exit 0'
 }
 

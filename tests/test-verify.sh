@@ -62,23 +62,7 @@ check_same "$tmp/src.img" "$tmp/a.img" "--allocated: copy differs"
 # drops writes in [DROP_LO, DROP_HI) and passes reads through FILTER.
 # Its block status tells the truth about DISK's holes (SEEK_HOLE), so the
 # pass reads only data: the eval plugin moves some 40 MB/s.
-cat >"$tmp/extents.py" <<'EOF'
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-off, end = int(sys.argv[2]), int(sys.argv[2]) + int(sys.argv[3])
-while off < end:
-    try:
-        data = min(os.lseek(fd, off, os.SEEK_DATA), end)
-    except OSError:
-        data = end
-    if data > off:
-        print(off, data - off, "hole,zero")
-        off = data
-        continue
-    hole = min(os.lseek(fd, off, os.SEEK_HOLE), end)
-    print(off, hole - off, "data")
-    off = hole
-EOF
+extents_py=$(cd "${srcdir:-.}" && pwd)/tests/file-extents.py
 # lying NAME DISK DROP_LO DROP_HI FILTER
 lying ()
 {
@@ -94,7 +78,7 @@ lying ()
             else dd of='$disk' bs=64K seek=\$4 oflag=seek_bytes conv=notrunc \
                     status=none; fi" \
     zero="fallocate -p -o \$4 -l \$3 '$disk'" \
-    extents="python3 '$tmp/extents.py' '$disk' \$4 \$3" \
+    extents="python3 '$extents_py' '$disk' \$4 \$3" \
     flush='exit 0'
 }
 

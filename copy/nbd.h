@@ -1,0 +1,70 @@
+/* The NBD endpoint's own header, shared by its three files and by no
+ * one else: nbd_connect.c opens, reconnects and closes connections;
+ * nbd_handshake.c runs their handshakes (and --bitmap's negotiation);
+ * nbd.c is the endpoint's I/O, driven by the worker's io_uring.
+ */
+#ifndef NBDCP_NBD_H
+#define NBDCP_NBD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libnbd.h>
+
+#include "endpoint.h"
+#include "options.h"
+
+struct socket_poll {
+  struct ring_event ev;
+  bool armed;
+  struct conn *conn;
+};
+
+struct conn {
+  struct nbd_handle *h;
+  int fd;
+  struct socket_poll in, out;
+  /* Guards fd against a reconnect (worker) racing an abort (main). */
+  pthread_mutex_t fd_lock;
+};
+
+/* What a reconnect needs to know of the options (in ep->priv). */
+struct nbd_endpoint {
+  const struct options *opts; /* main's, alive until the end */
+  const char *bitmap;         /* --bitmap, on the source side */
+};
+
+/* nbd_handshake.c.  Runs the handshakes of H[0..N), begun at START
+ * (now_ms), until each is ready or has failed, or its time is up, or
+ * EP->interrupted is set.  Entries that did not become ready are closed
+ * and set to NULL; the ready ones are moved to the front.  Returns the
+ * number that are ready; with none, error_set() says why the first one
+ * failed.
+ */
+unsigned nbd_handshake_all (struct nbd_handle **h, unsigned n,
+                            const struct endpoint *ep, bool verbose,
+                            int64_t timeout_ms, int64_t start);
+
+/* nbd_handshake.c.  --bitmap: take H (connecting in option mode)
+ * through the handshake and fail unless the server agreed to BITMAP's
+ * meta context, saying which contexts it offers.
+ */
+int nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
+                          const char *bitmap, const struct options *opts);
+
+/* nbd.c.  A poll on a connection's socket completed (the handler of
+ * struct socket_poll's event).
+ */
+void nbd_socket_ready (struct ring_event *ev, int res);
+
+/* nbd.c.  Shut C's socket down, failing its requests in flight. */
+void nbd_ep_abort (struct conn *c);
+
+/* nbd_connect.c: the ops that open, reconnect and close. */
+int nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
+                 const struct options *opts);
+int nbd_ep_reconnect (struct endpoint *ep, struct conn *c);
+void nbd_ep_close (struct endpoint *ep, bool clean);
+
+#endif

@@ -1,0 +1,363 @@
+/* The NBD endpoint's connections (see nbd.h): opening them (libnbd
+ * handles connecting to a URI or to a [ CMD ] subprocess, their
+ * handshakes run by nbd_handshake.c), replacing a broken one
+ * (--retry), and closing them.  What the connections then carry is
+ * nbd.c's.
+ */
+#include <config.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <libnbd.h>
+
+#include "clock.h"
+#include "dirty_bitmap.h"
+#include "endpoint.h"
+#include "error.h"
+#include "minmax.h"
+#include "nbd.h"
+#include "options.h"
+#include "segment.h"
+
+/* The least send buffer asked of a Unix socket: two default requests
+   (which is where the 1 MiB default of an earlier version left it). */
+#define SEND_BUFFER_MIN (1024 * 1024)
+
+/* libnbd's debug messages, first line only: the rest of a message is a
+ * hex dump of the data, which would bury everything else.
+ */
+static int
+print_debug (void *user_data, const char *context, const char *msg)
+{
+  int len = strcspn (msg, "\n");
+  fprintf (stderr, "libnbd: %s: %.*s\n", context, len, msg);
+  return 0;
+}
+
+/* A handle connecting to EP: its URI, or its [ CMD ] run as a
+ * subprocess with systemd socket activation.  With --bitmap it asks
+ * for the bitmap's meta context too, and OPT_MODE stops it in the
+ * negotiation, so that the contexts the server offers can be listed if
+ * the bitmap is not among them (see nbd_negotiate_bitmap).
+ */
+static struct nbd_handle *
+handle_create (const struct endpoint *ep, const struct options *opts,
+               const char *bitmap, bool opt_mode)
+{
+  struct nbd_handle *h = nbd_create ();
+  nbd_debug_callback debug = { .callback = print_debug };
+  char context[BITMAP_CONTEXT_MAX];
+
+  if (!h)
+    return NULL;
+  if (bitmap)
+    bitmap_context (bitmap, context, sizeof context);
+  if ((opts->verbose && nbd_set_debug_callback (h, debug) == -1)
+      || nbd_set_debug (h, opts->verbose) == -1
+      /* Buffers are only used after a successful read, so libnbd need
+         not clear them first (it does by default, at a cost). */
+      || nbd_set_pread_initialize (h, false) == -1
+      /* Let URIs name a TLS key file (tls-psk-file=). */
+      || nbd_set_uri_allow_local_file (h, true) == -1
+      || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
+      || (bitmap && nbd_add_meta_context (h, context) == -1)
+      || (opt_mode && nbd_set_opt_mode (h, true) == -1)
+      || (ep->command
+              ? nbd_aio_connect_systemd_socket_activation (h, ep->command)
+              : nbd_aio_connect_uri (h, ep->spec))
+             == -1) {
+    error_set ("%s", nbd_get_error ());
+    nbd_close (h);
+    return NULL;
+  }
+  return h;
+}
+
+/* Let a Unix socket hold a whole write request.  Its default send
+ * buffer (about 200 KiB) takes a 1 MiB write in five or six sends, each
+ * waking the server for a part of the request; with room for the whole
+ * request it goes in one, and the copy spends about a fifth less CPU
+ * (docs/performance.md, "Socket send buffer").  Raising the limit
+ * needs CAP_NET_ADMIN (SO_SNDBUFFORCE); others get what
+ * net.core.wmem_max allows.  TCP sockets are left alone: setting a
+ * size would switch off the kernel's own tuning of it.  Returns the
+ * size the kernel keeps (twice what was granted), or 0 for TCP.
+ */
+static int
+enlarge_send_buffer (int fd, uint32_t request_size)
+{
+  struct sockaddr_storage addr;
+  socklen_t addr_len = sizeof addr;
+  int want = (int) MAX (request_size, (uint32_t) SEND_BUFFER_MIN);
+  int got = 0;
+  socklen_t got_len = sizeof got;
+
+  if (getsockname (fd, (struct sockaddr *) &addr, &addr_len) == -1
+      || addr.ss_family != AF_UNIX)
+    return 0;
+  if (setsockopt (fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof want) == -1)
+    setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
+  getsockopt (fd, SOL_SOCKET, SO_SNDBUF, &got, &got_len);
+  return got;
+}
+
+static void
+read_caps (struct endpoint *ep, struct nbd_handle *h)
+{
+  int64_t minimum = nbd_get_block_size (h, LIBNBD_SIZE_MINIMUM);
+  int64_t preferred = nbd_get_block_size (h, LIBNBD_SIZE_PREFERRED);
+  int64_t maximum = nbd_get_block_size (h, LIBNBD_SIZE_MAXIMUM);
+
+  ep->caps = (struct endpoint_caps){
+    .read_only = nbd_is_read_only (h) == 1,
+    .can_zero = nbd_can_zero (h) == 1,
+    .can_flush = nbd_can_flush (h) == 1,
+    .can_extents
+    = nbd_can_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1,
+    .multi_conn = nbd_can_multi_conn (h) == 1,
+    .min_block = minimum > 0 ? minimum : 1,
+    .preferred_block = preferred > 0 ? preferred : 0,
+    .max_request = maximum > 0 ? maximum : 0,
+  };
+}
+
+/* Starts the handshakes of connections H[FROM..TO).  Returns how many
+ * started; WHY says why the first of them failed, or with -v the last.
+ */
+static unsigned
+start_handshakes (struct nbd_handle **h, unsigned from, unsigned to,
+                  const struct endpoint *ep, const struct options *opts,
+                  const char *bitmap, char *why, size_t why_size)
+{
+  unsigned n = 0;
+
+  for (unsigned i = from; i < to; i++) {
+    h[i] = handle_create (ep, opts, bitmap, bitmap && i == 0);
+    if (!h[i]) {
+      if (opts->verbose || n + from == i)
+        snprintf (why, why_size, "%s", error_get ());
+      if (opts->verbose)
+        fprintf (stderr, "nbdcp: %s: connection %u failed: %s\n", ep->spec,
+                 i + 1, why);
+    }
+    else
+      n++;
+  }
+  return n;
+}
+
+/* Opens and handshakes up to WANT connections into H (WANT entries):
+ * for a source, the first alone, then as many more as its size has
+ * segments for.  Returns how many are ready, at the front of H; with
+ * none, error_set() says why.
+ */
+static unsigned
+connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
+             unsigned want, const struct options *opts, const char *bitmap)
+{
+  unsigned ready;
+  int64_t start = now_ms ();
+  char why[512] = "";
+  /* A source's size is not known before a handshake, and a disk with
+     fewer segments than -C has no use for the other connections, which
+     cost both sides a thread and a handshake each (a 1 MiB copy to
+     null: took 16.9 ms with four connections, 14.0 ms with one).  So the
+     source's first connection handshakes alone and the others follow
+     when its size says they can help.  The destination's number is
+     known already (main.c). */
+  unsigned first = writable ? want : 1;
+
+  /* A connection that fails at once (qemu-nbd's listen queue can be
+     full when it takes one client) is only fatal if none works. */
+  if (start_handshakes (h, 0, first, ep, opts, bitmap, why, sizeof why) == 0) {
+    error_set ("%s: %s", ep->spec, why);
+    return 0;
+  }
+  /* --bitmap: the first connection's handshake makes sure of the
+     bitmap, and lists what the server has if it is not there, before
+     the others start theirs. */
+  if (bitmap
+      && (!h[0] || nbd_negotiate_bitmap (h[0], ep, bitmap, opts) == -1)) {
+    if (!h[0])
+      error_set ("%s: %s", ep->spec, why);
+    for (unsigned i = 0; i < first; i++)
+      if (h[i]) {
+        nbd_close (h[i]);
+        h[i] = NULL;
+      }
+    return 0;
+  }
+  ready = nbd_handshake_all (h, first, ep, opts->verbose, opts->timeout_ms,
+                             start);
+  if (ready > 0 && first < want) {
+    int64_t size = nbd_get_size (h[0]);
+    uint64_t useful = size > 0 ? segment_count (size) : 1;
+
+    if (useful < want) {
+      if (opts->verbose)
+        fprintf (stderr,
+                 "nbdcp: %s: %" PRIu64 " connection%s: the disk has %" PRIu64
+                 " segment%s of %" PRIu64 " MiB\n",
+                 ep->spec, useful, useful == 1 ? "" : "s", useful,
+                 useful == 1 ? "" : "s", SEGMENT_SIZE >> 20);
+      want = useful;
+    }
+    /* Extras that cannot start are not fatal: the first one works. */
+    start_handshakes (h, first, want, ep, opts, bitmap, why, sizeof why);
+    ready = nbd_handshake_all (h, want, ep, opts->verbose, opts->timeout_ms,
+                               start);
+  }
+  return ready;
+}
+
+/* Makes the READY handshaken handles of H the endpoint's connections,
+ * once they are known to see the same disk.  On failure the handles
+ * are closed (those taken, and those left in H).
+ */
+static int
+adopt_connections (struct endpoint *ep, struct nbd_handle **h, unsigned ready,
+                   const struct options *opts, const char *bitmap)
+{
+  unsigned n = 0;
+
+  ep->size = nbd_get_size (h[0]);
+  read_caps (ep, h[0]);
+  ep->conns = calloc (ready, sizeof *ep->conns);
+  ep->priv = calloc (1, sizeof (struct nbd_endpoint));
+  if (!ep->conns || !ep->priv || ep->size < 0) {
+    error_set ("%s: %s", ep->spec,
+               ep->size < 0 ? nbd_get_error () : "out of memory");
+    goto fail;
+  }
+  /* Every connection must see the same disk: one that changed between
+     handshakes, or a server that gives each client its own size, would
+     otherwise fail somewhere in the copy with a request out of bounds,
+     or copy part of one disk and part of another. */
+  for (unsigned i = 1; i < ready; i++)
+    if (nbd_get_size (h[i]) != ep->size) {
+      error_set ("%s %s: connection %u has %" PRIi64 " bytes, connection 1 "
+                 "%" PRIi64 ": the server does not give every connection "
+                 "the same disk",
+                 ep->side, ep->spec, i + 1, nbd_get_size (h[i]), ep->size);
+      goto fail;
+    }
+  for (unsigned i = 0; i < ready; i++) {
+    struct conn *c = calloc (1, sizeof *c);
+    if (!c) {
+      error_set ("out of memory");
+      goto fail;
+    }
+    c->h = h[i];
+    c->fd = nbd_aio_get_fd (h[i]);
+    int send_buffer = enlarge_send_buffer (c->fd, opts->request_size);
+    if (opts->verbose && n == 0 && send_buffer > 0)
+      fprintf (stderr, "nbdcp: %s: socket send buffer %d KiB\n", ep->spec,
+               send_buffer / 1024);
+    c->in = (struct socket_poll){ .ev.handle = nbd_socket_ready, .conn = c };
+    c->out = (struct socket_poll){ .ev.handle = nbd_socket_ready, .conn = c };
+    pthread_mutex_init (&c->fd_lock, NULL);
+    ep->conns[n++] = c;
+    h[i] = NULL;
+  }
+  ep->nconns = n;
+  *(struct nbd_endpoint *) ep->priv = (struct nbd_endpoint){
+    .opts = opts,
+    .bitmap = bitmap,
+  };
+  return 0;
+
+fail:
+  for (unsigned i = 0; i < n; i++) {
+    nbd_close (ep->conns[i]->h);
+    free (ep->conns[i]);
+  }
+  for (unsigned i = 0; i < ready; i++)
+    nbd_close (h[i]);
+  free (ep->conns);
+  ep->conns = NULL;
+  free (ep->priv);
+  ep->priv = NULL;
+  return -1;
+}
+
+int
+nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
+             const struct options *opts)
+{
+  struct nbd_handle **h = calloc (want, sizeof *h);
+  /* --bitmap is the source's. */
+  const char *bitmap = writable ? NULL : opts->bitmap;
+  int r = -1;
+
+  if (!h) {
+    error_set ("out of memory");
+    return -1;
+  }
+  unsigned ready = connect_all (h, ep, writable, want, opts, bitmap);
+  if (ready > 0)
+    r = adopt_connections (ep, h, ready, opts, bitmap);
+  free (h);
+  return r;
+}
+
+/* Replace C's dead handle with a new connection to the same server,
+ * which must still have the same size.  The handshake blocks this
+ * worker (a rare event, and its other lanes' connections are most
+ * likely down too).  Polls still armed on the old socket must have
+ * completed first, or their late completions would be taken for the
+ * new socket's: returns 1 (try again soon) until they have.
+ */
+int
+nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
+{
+  const struct nbd_endpoint *ne = ep->priv;
+  struct nbd_handle *h, *old;
+
+  if (c->in.armed || c->out.armed) {
+    nbd_ep_abort (c); /* they complete as soon as the socket is shut */
+    return 1;
+  }
+  h = handle_create (ep, ne->opts, ne->bitmap, false);
+  if (!h)
+    return -1;
+  if (nbd_handshake_all (&h, 1, ep, ne->opts->verbose, ne->opts->timeout_ms,
+                         now_ms ())
+      == 0)
+    return -1;
+  if (nbd_get_size (h) != ep->size) {
+    error_set ("%s: the server now has %" PRIi64 " bytes, not %" PRIi64
+               " as when the copy started",
+               ep->spec, nbd_get_size (h), ep->size);
+    nbd_close (h);
+    return -1;
+  }
+  enlarge_send_buffer (nbd_aio_get_fd (h), ne->opts->request_size);
+  pthread_mutex_lock (&c->fd_lock);
+  old = c->h;
+  c->h = h;
+  c->fd = nbd_aio_get_fd (h);
+  pthread_mutex_unlock (&c->fd_lock);
+  nbd_close (old);
+  return 0;
+}
+
+void
+nbd_ep_close (struct endpoint *ep, bool clean)
+{
+  for (unsigned i = 0; i < ep->nconns; i++) {
+    /* After a failure the server may be gone or stuck: do not wait on
+       it for a polite disconnect. */
+    if (clean)
+      nbd_shutdown (ep->conns[i]->h, 0);
+    nbd_close (ep->conns[i]->h);
+    pthread_mutex_destroy (&ep->conns[i]->fd_lock);
+    free (ep->conns[i]);
+  }
+  free (ep->priv);
+}
