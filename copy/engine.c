@@ -37,8 +37,10 @@
  * first failure's message.
  *
  * Nothing here allocates once the workers have started.  What a lane
- * does is in lane.c, the job's shared state and accounting in job.c;
- * this file has the threads, their event loops and the timeouts.
+ * does is in lane.c (its extents in lane_extents.c, its recovery from
+ * failures in lane_recover.c), the job's shared state and accounting
+ * in job.c; this file has the threads, their event loops and the
+ * timeouts.
  */
 #include <config.h>
 
@@ -544,25 +546,23 @@ engine_teardown (struct engine *e)
 }
 
 int
-engine_run (const struct settings *set, struct endpoint *src,
-            struct endpoint *dst, uint64_t size, progress_fn progress,
-            void *progress_arg, const volatile sig_atomic_t *interrupted,
-            struct copy_stats *stats, char *hash_out, struct blkhash **hash,
-            struct journal *journal)
+engine_run (const struct engine_params *p)
 {
+  const struct settings *set = p->set;
+  struct copy_stats *stats = p->stats;
   struct engine e = {
     .job = {
       .set = set,
-      .src = src,
-      .dst = dst,
-      .size = size,
-      .nsegments = size == UINT64_MAX
+      .src = p->src,
+      .dst = p->dst,
+      .size = p->size,
+      .nsegments = p->size == UINT64_MAX
                        ? UINT64_MAX
-                       : segment_count (size),
-      .ordered = dst->caps.stream,
-      .interrupted = interrupted,
+                       : segment_count (p->size),
+      .ordered = p->dst->caps.stream,
+      .interrupted = p->interrupted,
       .stalled_ms = -1,
-      .journal = journal,
+      .journal = p->journal,
     },
   };
   int ret = -1;
@@ -575,22 +575,22 @@ engine_run (const struct settings *set, struct endpoint *src,
                set->adaptive_window);
   if (engine_setup (&e, set) == 0) {
     engine_start (&e);
-    job_wait (&e.job, progress, progress_arg);
+    job_wait (&e.job, p->progress, p->progress_arg);
     for (unsigned i = 0; i < e.started; i++)
       pthread_join (e.workers[i].thread, NULL);
     ret = engine_result (&e, stats);
     ret = engine_write_journal (&e.job, ret);
     if (ret == 0 && e.job.hash
-        && blkhash_finish (e.job.hash, stats->total_bytes, hash_out) == -1)
+        && blkhash_finish (e.job.hash, stats->total_bytes, p->hash_out) == -1)
       ret = -1;
-    if (progress) {
+    if (p->progress) {
       uint64_t done, total;
       job_progress (&e.job, &done, &total);
-      progress (progress_arg, done, total);
+      p->progress (p->progress_arg, done, total);
     }
   }
-  if (hash && ret == 0) {
-    *hash = e.job.hash;
+  if (p->hash && ret == 0) {
+    *p->hash = e.job.hash;
     e.job.hash = NULL;
   }
   engine_teardown (&e);

@@ -1,7 +1,8 @@
 /* The state of one copy as a whole, shared by every worker thread: the
  * segments still to hand out, what has been accounted for, and the
- * first failure.  engine.c runs the job; lane.c takes segments from it,
- * counts what it did and reports failures to it.
+ * first failure.  engine.c runs the job; a lane (lane.c) takes segments
+ * from it, counts what it did and reports failures to it
+ * (lane_recover.c).
  */
 #ifndef NBDCP_JOB_H
 #define NBDCP_JOB_H

@@ -1,59 +1,36 @@
 /* One lane of the copy: a source connection and a destination
- * connection working through segments of the disk.
+ * connection working through segments of the disk.  This file is the
+ * lane's copy state machine.
  *
- * For each segment a lane learns the extents, turns zero extents into
- * zero requests (or nothing, with --destination-is-zero), reads data
- * extents request_size at a time into its pool, splits what it read
- * into data and zero runs (zero detection), writes and zeroes those,
- * and gives the buffer back when the last of them is done.  With no
- * segments left and nothing in flight, it flushes its destination
- * connection.  The worker that owns the lane calls lane_issue,
- * lane_op_done and lane_check_finished from its loop; nothing here
- * blocks or allocates.
+ * For each segment a lane learns the extents (lane_extents.c), turns
+ * zero extents into zero requests (or nothing, with
+ * --destination-is-zero), reads data extents request_size at a time
+ * into its pool, splits what it read into data and zero runs (zero
+ * detection), writes and zeroes those, and gives the buffer back when
+ * the last of them is done.  With no segments left and nothing in
+ * flight, it flushes its destination connection.  The worker that owns
+ * the lane calls lane_issue, lane_op_done and lane_check_finished from
+ * its loop.
+ *
+ * What happens when a request fails, the --checkpoint bookkeeping of
+ * finished and flushed segments, and reconnecting (--retry) are in
+ * lane_recover.c; flushed segments are only handed to the job
+ * (job_segments_flushed), and the main thread writes --resume's
+ * journal.  Nothing here allocates after lane_init or waits for I/O to
+ * finish (except that a stream's reads and writes happen inside the
+ * call, stream.c); the only locks taken are short ones in shared state
+ * (the job's zero run, the adaptive window, --blkhash's slots), never
+ * held across I/O.
  */
 #include <config.h>
 
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
-#include "lane.h"
+#include "lane_internal.h"
 #include "minmax.h"
 #include "sparse.h"
-
-/* Make OP a request of L. */
-static void
-lane_prepare_op (struct lane *l, struct op *op, enum op_kind kind,
-                 struct buffer *b, uint64_t offset, uint64_t length)
-{
-  *op = (struct op){
-    .done = l->done,
-    .lane = l,
-    .buf = b,
-    .kind = kind,
-    .offset = offset,
-    .length = length,
-  };
-}
-
-/* OP has been sent.  The time is for --timeout, and for saying what a
- * stopped copy was waiting for.
- */
-static void
-lane_sent (struct lane *l, struct op *op)
-{
-  int side = !op_on_source (op->kind);
-
-  op->in_flight = true;
-  op->sent_ms = now_ms ();
-  l->inflight++;
-  if (l->activity[side].inflight++ == 0)
-    l->activity[side].progress_ms = op->sent_ms;
-  l->stats.requests++;
-}
 
 static void
 lane_start_segment (struct lane *l, uint64_t index)
@@ -112,119 +89,6 @@ lane_take_segment (struct lane *l)
   }
   lane_start_segment (l, index);
   return true;
-}
-
-/* Whether a broken connection to EP can be made again (--retry, an NBD
- * server that is not a [ CMD ] subprocess).
- */
-static bool
-lane_can_reconnect (const struct lane *l, const struct endpoint *ep)
-{
-  return l->set->retry && ep->ops->reconnect && ep->ops->broken
-         && ep->ops->abort && !ep->command;
-}
-
-/* A connection of L to EP broke: a request of KIND failed with WHY.
- * The lane stops issuing and recovers once nothing is in flight; the
- * first failure is what its retry messages quote.
- */
-static void
-lane_mark_broken (struct lane *l, const struct endpoint *ep, enum op_kind kind,
-                  uint64_t offset, uint64_t length, const char *why)
-{
-  char side[64];
-
-  if (!l->broken) {
-    snprintf (side, sizeof side, "%s connection %u:", ep->side, l->index + 1);
-    job_describe_failure (l->broken_why, sizeof l->broken_why, side,
-                          op_what (kind), offset, length, why);
-  }
-  l->broken = true;
-}
-
-/* Whether a failed request of KIND means that its connection broke and
- * the lane can reconnect (--retry, an NBD server that is not a [ CMD ]
- * subprocess).  If so the lane stops issuing, and once nothing is in
- * flight it reconnects (lane_check_finished).  WHY is the failure.
- */
-static bool
-lane_connection_broke (struct lane *l, enum op_kind kind, uint64_t offset,
-                       uint64_t length, const char *why)
-{
-  bool on_src = op_on_source (kind);
-  struct endpoint *ep = on_src ? l->job->src : l->job->dst;
-
-  if (!lane_can_reconnect (l, ep)
-      || !ep->ops->broken (on_src ? l->src : l->dst))
-    return false;
-  lane_mark_broken (l, ep, kind, offset, length, why);
-  return true;
-}
-
-/* A request of KIND failed, when submitted or when it completed: a
- * broken connection to reconnect, or the end of the copy.
- */
-static void
-lane_fail (struct lane *l, enum op_kind kind, uint64_t offset, uint64_t length,
-           const char *why, int code)
-{
-  struct job *job = l->job;
-
-  if (lane_connection_broke (l, kind, offset, length, why))
-    return;
-  job_fail_code (job, job_side (job, kind), op_what (kind), offset, length, why,
-                 code);
-}
-
-/* Learn the extents of [pos, segment_end).  Sources that cannot tell,
- * and --no-extents, make the whole range data at once, unless the
- * dirty bitmap (--bitmap) is needed.  A range inside the job's known
- * zero run needs no request; a lane in a hole asks how far it goes
- * past the segment (see zero_run.h).
- */
-static int
-lane_fetch_extents (struct lane *l)
-{
-  struct job *job = l->job;
-  struct op *op = &l->extents_op;
-  struct extent_list *list = &l->extents;
-  uint64_t len = l->segment_end - l->pos;
-
-  extent_list_reset (&l->extents, l->pos, l->segment_end);
-  l->next_extent = 0;
-  if (l->set->bitmap) {
-    extent_list_reset (&l->alloc, l->pos, l->segment_end);
-    extent_list_reset (&l->dirty, l->pos, l->segment_end);
-    l->alloc.dirty = &l->dirty;
-    list = &l->alloc;
-  }
-  else if (!l->set->extents || !job->src->ops->extents
-           || !job->src->caps.can_extents) {
-    extent_list_add (&l->extents, l->pos, len, false);
-    extent_list_align (&l->extents, l->set->align);
-    return 0;
-  }
-  else if (zero_run_covers (&job->zero_run, l->pos, l->segment_end)) {
-    extent_list_add (&l->extents, l->pos, len, true);
-    extent_list_align (&l->extents, l->set->align);
-    l->in_hole = true;
-    return 0;
-  }
-  else if (l->in_hole) {
-    uint64_t ahead = MIN (zero_run_lookahead (&job->zero_run),
-                          (uint64_t) atomic_load (&job->size) - l->pos);
-
-    len = MAX (len, ahead);
-    extent_list_reset (&l->extents, l->pos, l->pos + len);
-  }
-  lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
-  if (job->src->ops->extents (l->src, len, l->pos, list, op) == -1) {
-    lane_fail (l, op->kind, l->pos, len, error_get (), 0);
-    return -1;
-  }
-  l->extents_busy = true;
-  lane_sent (l, op);
-  return 0;
 }
 
 static void
@@ -389,37 +253,6 @@ lane_issue_claimed_zero (struct lane *l, struct extent *e)
   return read ? lane_issue_read (l, e, n) : lane_issue_zero_extent (l, e, n);
 }
 
-/* The current segment is finished (--checkpoint): it waits for a flush. */
-static void
-lane_segment_finished (struct lane *l)
-{
-  uint64_t start = l->segment * SEGMENT_SIZE;
-
-  l->unflushed[l->nunflushed++] = l->segment;
-  /* Progress: a connection that breaks again now gets --retry attempts
-     afresh (one that breaks before finishing anything does not). */
-  l->attempts = 0;
-  l->unflushed_bytes
-      += MIN (SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size) - start);
-  l->segment = NO_SEGMENT;
-}
-
-/* The destination connection's flush succeeded: every unflushed segment
- * is done, and is handed to --resume's journal (which the main thread
- * writes: a lane never waits for the file).
- */
-static void
-lane_flushed (struct lane *l)
-{
-  struct job *job = l->job;
-
-  if (job->journal && l->nunflushed > 0)
-    job_segments_flushed (job, l->unflushed, l->nunflushed);
-  l->nunflushed = 0;
-  l->unflushed_bytes = 0;
-  l->stats_at_flush = l->stats;
-}
-
 /* Flush the destination connection, then go on to NEXT's successor:
  * LANE_CHECKPOINT back to copying, LANE_FLUSHING to done.
  */
@@ -489,27 +322,6 @@ lane_issue (struct lane *l)
     if (r != 0)
       return;
   }
-}
-
-/* Extents were answered, perhaps past the segment (asked for, or said
- * by the server unasked): keep what concerns this segment, and tell
- * the job how far a hole at its end goes.  A segment that ends in a
- * hole makes the lane's next request look past its segment (in_hole):
- * what was learnt may stop only where the request did.
- */
-static void
-lane_learn_past_segment (struct lane *l)
-{
-  struct extent_list *list = &l->extents;
-  uint64_t asked_end = list->end;
-  uint64_t zero_end = extent_list_cut (list, l->segment_end);
-
-  if (zero_end > l->segment_end)
-    zero_run_learn (&l->job->zero_run, l->segment_end, zero_end);
-  if (asked_end > l->segment_end)
-    zero_run_looked (&l->job->zero_run, zero_end >= asked_end);
-  l->in_hole = list->len > 0 && list->v[list->len - 1].zero
-               && extent_list_covered (list) == l->segment_end;
 }
 
 static void
@@ -605,23 +417,7 @@ lane_op_done (struct lane *l, struct op *op)
 
   switch (op->kind) {
   case OP_EXTENTS:
-    l->extents_busy = false;
-    /* --bitmap: only the dirty ranges are copied, holes in them as
-       holes (unless --no-extents). */
-    if (l->set->bitmap && !op->err) {
-      extent_list_restrict (&l->extents, &l->alloc, &l->dirty,
-                            l->set->extents && job->src->caps.can_extents,
-                            l->set->align);
-      break;
-    }
-    if (!op->err)
-      lane_learn_past_segment (l);
-    /* A server that answered nothing for the range gets it read. */
-    if (!op->err && l->extents.len == 0)
-      extent_list_add (&l->extents, l->pos, l->segment_end - l->pos, false);
-    extent_list_align (&l->extents, l->set->align);
-    /* A short answer is read on rather than asked about again. */
-    extent_list_read_on (&l->extents, l->set->request_size);
+    lane_extents_done (l, op);
     break;
   case OP_READ:
     if (op->err || job_stopped (job) || l->broken || op->length == 0)
@@ -658,124 +454,6 @@ lane_op_done (struct lane *l, struct op *op)
   }
 }
 
-/* The most a lane waits between reconnection attempts (unless
-   --retry-delay asks for longer from the start). */
-#define MAX_RETRY_DELAY_MS 30000
-
-/* A connection broke and nothing is in flight: wait, then reconnect
- * (lane_retry), or give up after --retry attempts in a row.
- */
-static void
-lane_schedule_retry (struct lane *l)
-{
-  struct job *job = l->job;
-  int64_t delay = l->set->retry_delay_ms;
-
-  if (l->attempts >= l->set->retry) {
-    char msg[sizeof l->broken_why + 64];
-    snprintf (msg, sizeof msg, "%s (gave up after %u %s)", l->broken_why,
-              l->set->retry, l->set->retry == 1 ? "retry" : "retries");
-    job_fail_text (job, msg);
-    l->state = LANE_DONE;
-    return;
-  }
-  for (unsigned i = 0; i < l->attempts && delay < MAX_RETRY_DELAY_MS; i++)
-    delay *= 2;
-  int64_t longest = MAX ((int64_t) MAX_RETRY_DELAY_MS, l->set->retry_delay_ms);
-  delay = MIN (delay, longest);
-  l->attempts++;
-  fprintf (stderr, "nbdcp: %s; reconnecting in %.1f s (retry %u of %u)\n",
-           l->broken_why, delay / 1000.0, l->attempts, l->set->retry);
-  l->retry_at_ms = now_ms () + delay;
-  l->state = LANE_RETRY_WAIT;
-}
-
-/* After a reconnection: the unflushed segments and the current one are
- * copied again from their start, since the server may have lost any
- * write it had not flushed; what was counted for them is forgotten.
- * They are exactly what the lane counted since its last flush, so its
- * stats go back to what they were then, and the bytes forgotten are
- * counted as redone instead: data, zeroed and skipped count each byte
- * once, as the attempt that stuck wrote it.
- */
-static void
-lane_rewind (struct lane *l)
-{
-  struct job *job = l->job;
-  unsigned first = l->nredo;
-
-  for (unsigned i = 0; i < l->nunflushed; i++)
-    l->redo[l->nredo++] = l->unflushed[i];
-  if (l->segment != NO_SEGMENT)
-    l->redo[l->nredo++] = l->segment;
-  for (unsigned i = first; i < l->nredo; i++) {
-    l->stats.redone_bytes += job_uncount (job, l->redo[i]);
-    if (job->hash)
-      blkhash_restart_segment (&l->hash, l->redo[i]);
-  }
-  stats_rewind (&l->stats, &l->stats_at_flush);
-  l->nunflushed = 0;
-  l->unflushed_bytes = 0;
-  l->segment = NO_SEGMENT;
-  l->extents.len = 0;
-  l->next_extent = 0;
-  l->pos = l->segment_end = 0;
-  l->no_more_segments = false;
-}
-
-void
-lane_retry (struct lane *l)
-{
-  struct job *job = l->job;
-  struct endpoint *eps[2] = { job->src, job->dst };
-  struct conn *conns[2] = { l->src, l->dst };
-
-  if (job_stopped (job)) {
-    l->state = LANE_DONE;
-    return;
-  }
-  for (int i = 0; i < 2; i++) {
-    int r;
-
-    if (!eps[i]->ops->broken || !eps[i]->ops->broken (conns[i]))
-      continue;
-    r = eps[i]->ops->reconnect (eps[i], conns[i]);
-    if (r == 1) {
-      l->retry_at_ms = now_ms () + 10; /* its old polls are ending */
-      return;
-    }
-    if (r == -1) {
-      snprintf (l->broken_why, sizeof l->broken_why,
-                "%s connection %u: cannot reconnect: %s", eps[i]->side,
-                l->index + 1, error_get ());
-      lane_schedule_retry (l);
-      return;
-    }
-  }
-  note (l->set->verbose,
-        "connection pair %u reconnected: %u segment%s to copy again",
-        l->index + 1, l->nunflushed + (l->segment != NO_SEGMENT),
-        l->nunflushed + (l->segment != NO_SEGMENT) == 1 ? "" : "s");
-  l->stats.retries++;
-  lane_rewind (l);
-  l->broken = false;
-  l->state = LANE_COPYING;
-}
-
-bool
-lane_timed_out (struct lane *l, const struct op *op, const char *why)
-{
-  bool on_src = op_on_source (op->kind);
-  struct endpoint *ep = on_src ? l->job->src : l->job->dst;
-
-  if (!lane_can_reconnect (l, ep))
-    return false;
-  lane_mark_broken (l, ep, op->kind, op->offset, op->length, why);
-  /* Its requests fail now, and the lane reconnects once they have. */
-  ep->ops->abort (on_src ? l->src : l->dst);
-  return true;
-}
-
 void
 lane_check_finished (struct lane *l)
 {
@@ -802,49 +480,6 @@ lane_check_finished (struct lane *l)
   if (l->segment != NO_SEGMENT)
     lane_segment_finished (l);
   lane_flush (l, LANE_FLUSHING);
-}
-
-/* The oldest request in flight of L on side SIDE (0 source, 1
- * destination, -1 either), or NULL.
- */
-static const struct op *
-lane_oldest_on (const struct lane *l, int side)
-{
-  const struct op *oldest = NULL;
-
-#define CONSIDER(o)                                                            \
-  do {                                                                         \
-    if ((o)->in_flight && (side < 0 || side == !op_on_source ((o)->kind))      \
-        && (!oldest || (o)->sent_ms < oldest->sent_ms))                        \
-      oldest = (o);                                                            \
-  } while (0)
-  CONSIDER (&l->extents_op);
-  CONSIDER (&l->flush_op);
-  for (unsigned i = 0; i < l->pool.count; i++) {
-    CONSIDER (&l->buffers[i].read);
-    for (unsigned j = 0; j < l->runs_per_buffer; j++)
-      CONSIDER (&l->buffers[i].runs[j]);
-  }
-  for (unsigned i = 0; i < l->set->requests; i++)
-    CONSIDER (&l->zero_ops[i]);
-#undef CONSIDER
-  return oldest;
-}
-
-const struct op *
-lane_oldest_op (const struct lane *l)
-{
-  return lane_oldest_on (l, -1);
-}
-
-const struct op *
-lane_stalled_op (const struct lane *l, int64_t now, int64_t limit_ms)
-{
-  for (int side = 0; side < 2; side++)
-    if (l->activity[side].inflight > 0
-        && now - l->activity[side].progress_ms >= limit_ms)
-      return lane_oldest_on (l, side);
-  return NULL;
 }
 
 unsigned

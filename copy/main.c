@@ -529,10 +529,19 @@ main (int argc, char **argv)
   progress_init (&progress, opts.progress, opts.progress_fd, src->size >= 0);
   double start = now ();
   char hash[2 * BLKHASH_MAX_DIGEST + 1] = "";
-  r = engine_run (&set, src, dst,
-                  src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
-                  progress_update, &progress, &interrupt_signal, &stats, hash,
-                  &source_hash, have_journal ? &journal : NULL);
+  r = engine_run (&(struct engine_params){
+      .set = &set,
+      .src = src,
+      .dst = dst,
+      .size = src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
+      .progress = progress_update,
+      .progress_arg = &progress,
+      .interrupted = &interrupt_signal,
+      .journal = have_journal ? &journal : NULL,
+      .stats = &stats,
+      .hash_out = hash,
+      .hash = &source_hash,
+  });
   progress_finish (&progress, 0,
                    set.bitmap ? set.dirty_bytes : stats.total_bytes, r == 0);
   if (opts.stats)

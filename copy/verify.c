@@ -87,8 +87,16 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
         opts->verify_full ? "=full" : "", size, dst->spec, set.lanes,
         set.lanes == 1 ? "" : "s");
 
-  r = engine_run (&set, dst, sink, size, NULL, NULL, interrupted, stats, hex,
-                  &hash, NULL);
+  r = engine_run (&(struct engine_params){
+      .set = &set,
+      .src = dst,
+      .dst = sink,
+      .size = size,
+      .interrupted = interrupted,
+      .stats = stats,
+      .hash_out = hex,
+      .hash = &hash,
+  });
   endpoint_close (sink, r == 0);
   if (r == -1) {
     char why[1024];

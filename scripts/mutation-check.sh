@@ -313,7 +313,7 @@ mutation verify-full-skips-holes copy/verify.c \
 
 # --retry copying again only what was in progress, not the finished
 # segments that were not flushed yet (lost by a server that restarts).
-mutation retry-redo-in-progress-only copy/lane.c \
+mutation retry-redo-in-progress-only copy/lane_recover.c \
 '  for (unsigned i = 0; i < l->nunflushed; i++)
     l->redo[l->nredo++] = l->unflushed[i];
 ' \
@@ -330,7 +330,7 @@ mutation retry-hash-count-kept copy/blkhash.c \
 # --stats after a reconnection counting the bytes copied again in data
 # and zeroed as well as in redone, so that they add up to more than the
 # size (issue 27, item 6).
-mutation retry-stats-count-redone copy/lane.c \
+mutation retry-stats-count-redone copy/lane_recover.c \
 '  stats_rewind (&l->stats, &l->stats_at_flush);
 ' \
 ''
@@ -342,7 +342,7 @@ mutation resume-ignores-journal copy/lane.c \
 # --resume recording a segment in its journal when its requests
 # finish, before the flush that makes them durable: a destination that
 # dies before that flush loses them, and a rerun skips them.
-mutation journal-before-flush copy/lane.c \
+mutation journal-before-flush copy/lane_recover.c \
 '  l->unflushed[l->nunflushed++] = l->segment;' \
 '  if (l->job->journal)
     job_segments_flushed (l->job, &l->segment, 1);
@@ -392,11 +392,11 @@ mutation connection-sizes-unchecked copy/nbd_connect.c \
 # too far (the data after a hole is lost), segments inside it passed
 # over instead of zeroed (the destination keeps its old data), and no
 # looking past segments at all (one request per segment, as before).
-mutation zero-run-too-long copy/lane.c \
+mutation zero-run-too-long copy/lane_extents.c \
 '    zero_run_learn (&l->job->zero_run, l->segment_end, zero_end);' \
 '    zero_run_learn (&l->job->zero_run, l->segment_end, zero_end + SEGMENT_SIZE);'
 
-mutation zero-run-not-zeroed copy/lane.c \
+mutation zero-run-not-zeroed copy/lane_extents.c \
 '    extent_list_add (&l->extents, l->pos, len, true);
     extent_list_align (&l->extents, l->set->align);
     l->in_hole = true;' \
@@ -405,7 +405,7 @@ mutation zero-run-not-zeroed copy/lane.c \
     l->extents.v[0].clean = true;
     l->in_hole = true;'
 
-mutation no-hole-lookahead copy/lane.c \
+mutation no-hole-lookahead copy/lane_extents.c \
 '  l->in_hole = list->len > 0 && list->v[list->len - 1].zero' \
 '  l->in_hole = false && list->len > 0 && list->v[list->len - 1].zero'
 
