@@ -40,11 +40,14 @@
 /* How long extra connections may take once the first one works. */
 #define EXTRA_CONNECT_WAIT_MS 2000
 /* How long, once the first one works, extra connections to a server
-   without multi-conn may take to get the server's greeting: as long as
-   the first one took for its whole handshake (a server that serves
-   them greets them sooner than that), within these bounds. */
-#define EXTRA_GREETING_WAIT_MIN_MS 2
-#define EXTRA_GREETING_WAIT_MAX_MS 50
+   without multi-conn may take to get the server's greeting: a few
+   times what the first one took for its whole handshake (a server
+   that serves them greets them sooner than that, but on a loaded
+   machine its threads may start late), within these bounds.  The
+   upper bound is what a copy from a one-client server pays. */
+#define EXTRA_GREETING_WAIT_FACTOR 4
+#define EXTRA_GREETING_WAIT_MIN_MS 20
+#define EXTRA_GREETING_WAIT_MAX_MS 250
 /* Longest a handshake poll sleeps before looking at the
    interrupt flag. */
 #define SIGNAL_CHECK_MS 100
@@ -63,6 +66,17 @@ awaiting_greeting (struct nbd_handle *h)
   return state
          && (strncmp (state, "CONNECT", 7) == 0 /* CONNECT, CONNECT_TCP.. */
              || strncmp (state, "MAGIC.", 6) == 0);
+}
+
+/* True if H's socket has something to read that libnbd has not seen
+ * yet: a greeting that arrived since the last poll is not a missing one.
+ */
+static bool
+socket_readable (struct nbd_handle *h)
+{
+  struct pollfd pfd = { .fd = nbd_aio_get_fd (h), .events = POLLIN };
+
+  return pfd.fd >= 0 && poll (&pfd, 1, 0) == 1;
 }
 
 /* The handshakes that nbd_handshake_all runs, between its steps. */
@@ -107,7 +121,8 @@ handshake_look (struct handshake *hs, unsigned i)
     hs->nready++;
     return;
   }
-  if (now_ms () >= hs->greeting_deadline && awaiting_greeting (h)) {
+  if (now_ms () >= hs->greeting_deadline && awaiting_greeting (h)
+      && !socket_readable (h)) {
     if (hs->verbose)
       fprintf (stderr,
                "nbdcp: %s: connection %u got no greeting from the "
@@ -149,7 +164,8 @@ handshake_first_ready (struct handshake *hs, int64_t t)
   hs->extra_deadline_set = true;
   for (unsigned i = 0; i < hs->n; i++)
     if (hs->h[i] && nbd_aio_is_ready (hs->h[i]) == 1) {
-      int64_t wait = MAX (t - hs->start, (int64_t) EXTRA_GREETING_WAIT_MIN_MS);
+      int64_t wait = MAX (EXTRA_GREETING_WAIT_FACTOR * (t - hs->start),
+                          (int64_t) EXTRA_GREETING_WAIT_MIN_MS);
       if (nbd_can_multi_conn (hs->h[i]) != 1)
         hs->greeting_deadline
             = t + MIN (wait, (int64_t) EXTRA_GREETING_WAIT_MAX_MS);
