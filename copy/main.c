@@ -467,19 +467,96 @@ note_done (const struct options *opts, const struct copy_stats *stats,
         dst->caps.can_flush ? "flushed" : "used (no flush support)");
 }
 
+/* The copy itself, between the progress display's start and end, then
+ * --stats: kept together so that both measure the engine's run and
+ * nothing else (not the handshakes before it, nor --verify after it).
+ * JOURNAL is --resume's or NULL.  The source's --blkhash or --verify
+ * checksum goes into HASH (hexadecimal) and *SOURCE_HASH.
+ */
+static int
+run_copy (const struct options *opts, struct settings *set,
+          struct endpoint *src, struct endpoint *dst, struct journal *journal,
+          struct copy_stats *stats, char *hash, struct blkhash **source_hash)
+{
+  struct progress progress;
+  double start;
+  int r;
+
+  progress_init (&progress, opts->progress, opts->progress_fd, src->size >= 0);
+  start = now ();
+  r = engine_run (&(struct engine_params){
+      .set = set,
+      .src = src,
+      .dst = dst,
+      .size = src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
+      .progress = progress_update,
+      .progress_arg = &progress,
+      .interrupted = &interrupt_signal,
+      .journal = journal,
+      .stats = stats,
+      .hash_out = hash,
+      .hash = source_hash,
+  });
+  progress_finish (&progress, 0,
+                   set->bitmap ? set->dirty_bytes : stats->total_bytes, r == 0);
+  if (opts->stats)
+    print_stats (opts, set, stats, src, dst, now () - start, r == 0);
+  return r;
+}
+
+/* What remains once every byte is copied, before the copy may be called
+ * complete (and a --resume journal removed): a file written from a
+ * stream is cut where the stream ended, --verify reads the destination
+ * back, and --blkhash prints the checksum.  Any of them failing fails
+ * the copy.
+ */
+static int
+finish_copy (const struct options *opts, const struct settings *set,
+             const struct endpoint *src, struct endpoint *dst,
+             const struct copy_stats *stats, const struct blkhash *source_hash,
+             const char *hash, struct blkhash_file *blkhash_file)
+{
+  struct copy_stats verify_stats;
+
+  if (src->size < 0 && dst->ops->set_size
+      && dst->ops->set_size (dst, stats->total_bytes) == -1)
+    return -1;
+  if (opts->verify
+      && verify_destination (set, opts, dst, stats->total_bytes, source_hash,
+                             hash, &interrupt_signal, &verify_stats)
+             == -1)
+    return -1;
+  if (opts->blkhash && print_blkhash (opts, blkhash_file, hash) == -1)
+    return -1;
+  return 0;
+}
+
+/* Why nbdcp failed, on stderr: the message error_set() left, except
+ * that whatever failed because of a signal (a handshake cut short, an
+ * interrupted open) says so instead; the engine's own message says more
+ * (what it was waiting for) and is kept.
+ */
+static void
+print_error (void)
+{
+  if (interrupt_signal && !strstr (error_get (), "interrupted by signal"))
+    error_set ("interrupted by signal %d (%s)", (int) interrupt_signal,
+               strsignal (interrupt_signal));
+  fprintf (stderr, "nbdcp: %s\n", error_get ());
+}
+
 int
 main (int argc, char **argv)
 {
   struct options opts;
   struct settings set;
   struct endpoint *src = NULL, *dst = NULL;
-  struct copy_stats stats, verify_stats;
+  struct copy_stats stats;
   struct blkhash *source_hash = NULL;
   struct journal journal = { 0 };
   struct blkhash_file blkhash_file = { .fd = -1 };
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
-  struct progress progress;
   int r, status = EXIT_FAILURE;
 
   r = options_parse (argc, argv, &opts);
@@ -526,40 +603,15 @@ main (int argc, char **argv)
   }
   journal_made = false; /* from now on it may record this run's work */
 
-  progress_init (&progress, opts.progress, opts.progress_fd, src->size >= 0);
-  double start = now ();
   char hash[2 * BLKHASH_MAX_DIGEST + 1] = "";
-  r = engine_run (&(struct engine_params){
-      .set = &set,
-      .src = src,
-      .dst = dst,
-      .size = src->size < 0 ? UINT64_MAX : (uint64_t) src->size,
-      .progress = progress_update,
-      .progress_arg = &progress,
-      .interrupted = &interrupt_signal,
-      .journal = have_journal ? &journal : NULL,
-      .stats = &stats,
-      .hash_out = hash,
-      .hash = &source_hash,
-  });
-  progress_finish (&progress, 0,
-                   set.bitmap ? set.dirty_bytes : stats.total_bytes, r == 0);
-  if (opts.stats)
-    print_stats (&opts, &set, &stats, src, dst, now () - start, r == 0);
+  r = run_copy (&opts, &set, src, dst, have_journal ? &journal : NULL, &stats,
+                hash, &source_hash);
   if (r == -1 && stats.error == EPIPE && dst->caps.stream && !opts.verbose)
     goto out; /* the reader went away (| head): end quietly */
-  if (r == -1)
-    goto fail;
-  /* A file written from a stream ends where the stream did. */
-  if (src->size < 0 && dst->ops->set_size
-      && dst->ops->set_size (dst, stats.total_bytes) == -1)
-    goto fail;
-  if (opts.verify
-      && verify_destination (&set, &opts, dst, stats.total_bytes, source_hash,
-                             hash, &interrupt_signal, &verify_stats)
+  if (r == -1
+      || finish_copy (&opts, &set, src, dst, &stats, source_hash, hash,
+                      &blkhash_file)
              == -1)
-    goto fail;
-  if (opts.blkhash && print_blkhash (&opts, &blkhash_file, hash) == -1)
     goto fail;
   /* The copy is complete: there is nothing left to resume. */
   if (have_journal) {
@@ -572,13 +624,7 @@ main (int argc, char **argv)
   goto out;
 
 fail:
-  /* Whatever failed because of a signal (a handshake cut short, an
-     interrupted open) says so; the engine's own message says more
-     (what it was waiting for) and is kept. */
-  if (interrupt_signal && !strstr (error_get (), "interrupted by signal"))
-    error_set ("interrupted by signal %d (%s)", (int) interrupt_signal,
-               strsignal (interrupt_signal));
-  fprintf (stderr, "nbdcp: %s\n", error_get ());
+  print_error ();
 out:
   if (have_journal)
     journal_close (&journal, journal_made);

@@ -267,16 +267,15 @@ mutation is-zero-head-only lib/is_zero.h \
 
 mutation stream-file-not-cut copy/main.c \
 '  if (src->size < 0 && dst->ops->set_size
-      && dst->ops->set_size (dst, stats.total_bytes) == -1)
-    goto fail;
+      && dst->ops->set_size (dst, stats->total_bytes) == -1)
+    return -1;
 ' \
 ''
 
 mutation failed-copy-exits-0 copy/main.c \
-'  if (r == -1)
-    goto fail;
-  /* A file written from a stream' \
-'  /* A file written from a stream'
+'  if (r == -1
+      || finish_copy (' \
+'  if (finish_copy ('
 
 mutation verify-always-equal copy/verify.c \
 '  if (strcmp (hex, source_hex) != 0) {' \
