@@ -66,6 +66,18 @@ requires_nbdkit_filter ()
     skip "nbdkit filter $1 is not installed"
 }
 
+# requires_resume: what the --resume tests need: qemu-img, nbdkit's
+# sparse-random and file plugins and its log filter, and an nbdcp that
+# takes --resume (the test fails, rather than skips, if it does not).
+requires_resume ()
+{
+  requires "$QEMU_IMG"
+  requires_nbdkit_plugin sparse-random
+  requires_nbdkit_plugin file
+  requires_nbdkit_filter log
+  "$NBDCP" --resume=x --help >/dev/null
+}
+
 uri_of ()
 {
   echo "nbd+unix:///?socket=$1"
@@ -181,6 +193,25 @@ start_slow_twin ()
   start_nbdkit "$twin" -r "$@"
 }
 
+# start_progress_sources: the sources of the progress tests
+# (test-progress-bar.sh, test-progress-lines.sh).  src, 64 MiB, and
+# ssrc, 16 MiB (for a stream), are slowed down with start_slow_twin so
+# that a copy takes a second or two and progress is looked at several
+# times; their twins ref and sref serve the same bytes at full speed for
+# check_same.  small, 4 MiB of nbdkit's pattern plugin, is copied at full
+# speed.  $src and $ref are the URIs of src and ref.  The test is
+# skipped if nbdkit lacks what they need.
+start_progress_sources ()
+{
+  requires_nbdkit_filter delay
+  requires_nbdkit_plugin sparse-random
+  requires_nbdkit_plugin pattern
+  start_slow_twin src ref 20ms sparse-random size=64M percent=100 seed=3
+  src=$(uri_of "$tmp/src.sock") ref=$(uri_of "$tmp/ref.sock")
+  start_slow_twin ssrc sref 20ms sparse-random size=16M percent=100 seed=5
+  start_nbdkit small -r pattern size=4M
+}
+
 # copy_across_break NAME SIZE FROM AT SRC NBDCP-ARGS...: nbdcp
 # NBDCP-ARGS (with --retry) copies SRC onto a new SIZE-byte file
 # $tmp/NAME.img, served by start_breaking_nbdkit NAME FILE FROM AT
@@ -214,6 +245,37 @@ function hex(s,  i, n) {
   return n
 }
 '
+
+# written_bytes LOG: the bytes that the Write requests in the nbdkit log
+# filter file LOG carried, in all.
+written_bytes ()
+{
+  awk "$AWK_HEX"'
+    $4 == "Write" {
+      for (i = 5; i <= NF; i++)
+        if ($i ~ /^count=/) total += hex(substr($i, 7))
+    }
+    END { printf "%.0f\n", total }' "$1"
+}
+
+# The source of the tests of how holes and zero blocks are written
+# (test-allocated.sh, test-destination-is-zero.sh), for nbdkit's data
+# plugin: ZERO_BLOCKS_SIZE bytes with big holes, and data extents with
+# zero blocks inside them.  Each byte of ZERO_BLOCKS_DATA sits alone in
+# its 4K block, in a data extent of 32K or more (the data plugin
+# allocates in 32K pages).  With -S 4096 the non-zero 4K blocks are
+# 0x100000, 0x7fff000, 0x8000000 and 0x10000000: 16K in all.
+ZERO_BLOCKS_DATA='@1048576 1 @134215000 3*5000 @268435456 2'
+ZERO_BLOCKS_SIZE=512M
+
+# copy_zero_blocks NAME DESTINATION-ARGS... -- NBDCP-ARGS...: copy_logged
+# from nbdkit's data plugin serving ZERO_BLOCKS_DATA.
+copy_zero_blocks ()
+{
+  local name=$1
+  shift
+  copy_logged "$name" data "$ZERO_BLOCKS_DATA" size=$ZERO_BLOCKS_SIZE -- "$@"
+}
 
 # logged_writes LOG: the Write, Zero and Trim requests that nbdkit's log
 # filter wrote to LOG, one "OFFSET COUNT" line each (decimal).

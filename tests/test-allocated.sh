@@ -7,10 +7,9 @@ requires_nbdkit_plugin memory
 requires_nbdkit_filter log
 requires "$QEMU_IMG"
 
-# Big holes, and zero 4K blocks inside data extents (see
-# test-destination-is-zero.sh): both become zero requests.
-data='@1048576 1 @134215000 3*5000 @268435456 2'
-size=512M
+# Big holes, and zero 4K blocks inside data extents (functions.sh):
+# both become zero requests.
+data=$ZERO_BLOCKS_DATA size=$ZERO_BLOCKS_SIZE
 
 # copy NAME PLUGIN-ARGS -- NBDCP-OPTIONS...: copy the source to a
 # destination served by PLUGIN-ARGS, and compare the two afterwards;
@@ -74,14 +73,8 @@ if "$NBDKIT" --filter=nozero null --dump-plugin >/dev/null 2>&1; then
   if grep -E ' (Zero|Trim) id=' "$tmp/nozero.copy.log"; then
     fail "--allocated, no zero support: zero or trim requests were sent"
   fi
-  awk "$AWK_HEX"'
-    $4 == "Write" {
-      for (i = 5; i <= NF; i++)
-        if ($i ~ /^count=/) total += hex(substr($i, 7))
-    }
-    END { if (total != 64 * 1048576) {
-            printf "wrote %.0f bytes, not the whole 64M disk\n", total
-            exit 1
-          } }' "$tmp/nozero.copy.log" ||
-    fail "--allocated, no zero support: the holes were not written"
+  written=$(written_bytes "$tmp/nozero.copy.log")
+  [ "$written" -eq $((64 * 1048576)) ] ||
+    fail "--allocated, no zero support: the holes were not written" \
+         "(wrote $written bytes, not the whole 64M disk)"
 fi

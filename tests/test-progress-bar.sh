@@ -11,18 +11,12 @@
 requires script
 requires stty
 requires "$QEMU_IMG"
-requires_nbdkit_filter delay
-requires_nbdkit_plugin sparse-random
-requires_nbdkit_plugin pattern
 
 export LC_ALL=C
 
-# Slowed down so that the copy takes a second or two: the bar is redrawn
-# every 200 ms.  The twin without the delay serves the same bytes, for
-# qemu-img to compare with quickly.  A smaller one for the stream.
-start_slow_twin src ref 20ms sparse-random size=64M percent=100 seed=3
-src=$(uri_of "$tmp/src.sock") ref=$(uri_of "$tmp/ref.sock")
-start_slow_twin ssrc sref 20ms sparse-random size=16M percent=100 seed=5
+# Copies that take a second or two (functions.sh): the bar is redrawn
+# every 200 ms.
+start_progress_sources
 
 # run_on_terminal FILE COMMAND: run COMMAND under a pseudo-terminal
 # (script gives it one) that passes newlines through as they are
@@ -76,7 +70,6 @@ grep -Ev ' 0 bytes/s' "$tmp/running" | grep -Eq ", ETA " ||
 check_same "$ref" "$tmp/tty.raw" "on a terminal"
 
 # A terminal too narrow for the rate: the bar alone, still one line.
-start_nbdkit small -r pattern size=4M
 run_on_terminal "$tmp/narrow" \
   "stty cols 60; $NBDCP -p '$(uri_of "$tmp/small.sock")' '$tmp/small.raw'"
 tr '\r' '\n' <"$tmp/narrow" | tail -n 1 |

@@ -10,20 +10,12 @@
 # checks -p on a terminal.)
 . "${srcdir:-.}/tests/functions.sh"
 requires "$QEMU_IMG"
-requires_nbdkit_filter delay
-requires_nbdkit_plugin sparse-random
-requires_nbdkit_plugin pattern
 
 export LC_ALL=C
 
-# Slowed down so that the copy takes a second or two, and progress is
-# looked at several times.  The twin without the delay serves the same
-# bytes, for qemu-img to compare with quickly.  A smaller one for the
-# stream.
-start_slow_twin src ref 20ms sparse-random size=64M percent=100 seed=3
-src=$(uri_of "$tmp/src.sock") ref=$(uri_of "$tmp/ref.sock")
-start_slow_twin ssrc sref 20ms sparse-random size=16M percent=100 seed=5
-start_nbdkit small -r pattern size=4M
+# Copies that take a second or two (functions.sh), so that progress is
+# looked at several times.
+start_progress_sources
 
 unit='[0-9.]+ ([KMGT]iB|bytes)'
 # A rate that is not zero: not "0 bytes/s" (nor "0.0 ...").
