@@ -16,13 +16,9 @@
 # was answered; and the rerun must leave the file equal to the source.
 . "${srcdir:-.}/tests/functions.sh"
 
-requires "$QEMU_IMG"
-requires_nbdkit_plugin sparse-random
-requires_nbdkit_plugin file
+requires_resume
 requires_nbdkit_filter cache
-requires_nbdkit_filter log
 requires_nbdkit_filter rate
-"$NBDCP" --resume=x --help >/dev/null
 
 size=$((1024 * 1024 * 1024))
 seg=$((128 * 1024 * 1024))

@@ -10,13 +10,9 @@
 # copy must fail with that, leaving the journal as it was.
 . "${srcdir:-.}/tests/functions.sh"
 
-requires "$QEMU_IMG"
+requires_resume
 requires mkfifo
-requires_nbdkit_plugin sparse-random
-requires_nbdkit_plugin file
 requires_nbdkit_filter error
-requires_nbdkit_filter log
-"$NBDCP" --resume=x --help >/dev/null
 
 size=$((1024 * 1024 * 1024))
 start_nbdkit src sparse-random size=$size seed=21 percent=10 runlength=1048576

@@ -5,12 +5,8 @@
 # is refused before anything is written.
 . "${srcdir:-.}/tests/functions.sh"
 
-requires "$QEMU_IMG"
-requires_nbdkit_plugin sparse-random
-requires_nbdkit_plugin file
+requires_resume
 requires_nbdkit_filter rate
-requires_nbdkit_filter log
-"$NBDCP" --resume=x --help >/dev/null
 
 size=$((1024 * 1024 * 1024))
 seg=$((128 * 1024 * 1024))
