@@ -348,30 +348,15 @@ fold_case (unsigned seed)
 int
 main (void)
 {
-  for (unsigned seed = 1; seed <= 20000; seed++) {
-    srand (seed);
-    fold_case (seed);
-    if (failures > 20)
-      break;
-  }
-  for (unsigned seed = 1; seed <= 20000; seed++) {
-    srand (seed);
-    cut_case (seed);
-    if (failures > 20)
-      break;
-  }
-  for (unsigned seed = 1; seed <= 20000; seed++) {
-    srand (seed);
-    restrict_case (seed);
-    if (failures > 20)
-      break;
-  }
-  for (unsigned seed = 1; seed <= 20000; seed++) {
-    srand (seed);
-    one_case (seed);
-    if (failures > 20)
-      break;
-  }
+  /* Each kind of case on the same 20000 seeds, until over 20 failures. */
+  void (*const cases[]) (unsigned)
+      = { fold_case, cut_case, restrict_case, one_case };
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (unsigned seed = 1; seed <= 20000 && failures <= 20; seed++) {
+      srand (seed);
+      cases[i](seed);
+    }
   if (failures) {
     fprintf (stderr, "%d failures\n", failures);
     return 1;
