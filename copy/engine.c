@@ -195,6 +195,34 @@ worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
   io_uring_cq_advance (ring, seen);
 }
 
+/* Submit whatever is queued on the ring and handle the completions
+ * already there, without waiting (and without a system call when
+ * nothing is queued: with null: as the destination, a copy whose
+ * replies keep coming makes none).
+ */
+static void
+worker_reap (struct worker *w)
+{
+  struct io_uring *ring = &w->ring;
+  struct io_uring_cqe *cqe;
+  unsigned head, seen = 0;
+
+  if (io_uring_sq_ready (ring) > 0) {
+    int r = io_uring_submit_and_get_events (ring);
+    if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
+      job_fail (w->job, "worker", "io_uring submit", 0, 0, strerror (-r));
+      return;
+    }
+  }
+  io_uring_for_each_cqe (ring, head, cqe)
+  {
+    struct ring_event *ev = io_uring_cqe_get_data (cqe);
+    ev->handle (ev, cqe->res);
+    seen++;
+  }
+  io_uring_cq_advance (ring, seen);
+}
+
 static void *
 worker_run (void *arg)
 {
@@ -230,6 +258,12 @@ worker_run (void *arg)
         job->src->ops->arm (l->src, &w->ring);
       if (job->dst->ops->arm)
         job->dst->ops->arm (l->dst, &w->ring);
+      if (w->done.head) {
+        /* An endpoint read a reply that was already waiting, rather
+           than arm a poll: handle it without waiting. */
+        worker_reap (w);
+        continue;
+      }
     }
     worker_wait (w, l->hash_wait && !job_stopped (job),
                  l->state == LANE_RETRY_WAIT ? l->retry_at_ms : 0);

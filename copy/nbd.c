@@ -34,9 +34,16 @@
 /* libnbd calls this when a command finishes; OP goes back to the engine.
  * Returning 1 retires the command so libnbd frees it at once.
  */
+/* Commands finished by this thread, so that conn_read can tell whether
+ * libnbd finished one without asking it (each libnbd call takes the
+ * handle's lock).
+ */
+static __thread unsigned commands_done;
+
 static int
 command_done (void *user_data, int *error)
 {
+  commands_done++;
   op_complete (user_data, *error);
   return 1;
 }
@@ -51,10 +58,69 @@ failed (void)
   return -1;
 }
 
+/* Whether FD can be read from now (data, end of file or an error), as
+ * opposed to when some earlier wake-up said so.
+ */
+static bool
+socket_readable (int fd)
+{
+  struct pollfd pfd = { .fd = fd, .events = POLLIN };
+  int r;
+
+  do
+    r = poll (&pfd, 1, 0);
+  while (r == -1 && errno == EINTR);
+  /* If poll itself fails, let libnbd meet the problem and report it. */
+  return r != 0;
+}
+
+/* Have libnbd read what C's socket has, if that is allowed now (see
+ * nbd_socket_ready): at most one reply, whose command's callback runs.
+ *
+ * Told to read with nothing there while it was idle (READY), libnbd
+ * moves to REPLY.START and stays there, where a command issued would be
+ * queued and not sent; told once more, it gets EAGAIN again and goes
+ * back to READY.  So such a read leaves C parked, and conn_unpark reads
+ * once more before the next command is issued.  (A read that finds only
+ * part of a reply, or none in the middle of one, goes back to READY by
+ * itself.)
+ */
+static void
+conn_read (struct conn *c)
+{
+  struct nbd_handle *h = c->h;
+  bool was_ready = nbd_aio_is_ready (h) == 1;
+  unsigned before = commands_done;
+
+  /* Not READY (say, part of a request still to send: a reply that
+     libnbd finished may have let it send queued ones), nor parked:
+     only if there is something to read. */
+  if (!was_ready && !c->parked && !socket_readable (c->fd)) {
+    c->more = false;
+    return;
+  }
+
+  /* A failure here means the connection died; libnbd then fails every
+     command in flight through its completion callback, which is how the
+     engine hears of it. */
+  nbd_aio_notify_read (h);
+  /* A finished reply leaves the handle READY. */
+  c->more = commands_done != before;
+  c->parked = !c->more && was_ready && nbd_aio_is_processing (h) == 1;
+}
+
+void
+conn_unpark (struct conn *c)
+{
+  if (c->parked)
+    conn_read (c);
+}
+
 static int
 nbd_ep_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
              struct op *op)
 {
+  conn_unpark (c);
   return nbd_aio_pread (c->h, buf, len, offset, DONE (op), 0) == -1 ? failed ()
                                                                     : 0;
 }
@@ -63,6 +129,7 @@ static int
 nbd_ep_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
               struct op *op)
 {
+  conn_unpark (c);
   return nbd_aio_pwrite (c->h, buf, len, offset, DONE (op), 0) == -1 ? failed ()
                                                                      : 0;
 }
@@ -72,6 +139,8 @@ nbd_ep_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
              struct op *op)
 {
   uint32_t flags = allocate ? LIBNBD_CMD_FLAG_NO_HOLE : 0;
+
+  conn_unpark (c);
   return nbd_aio_zero (c->h, len, offset, DONE (op), flags) == -1 ? failed ()
                                                                   : 0;
 }
@@ -112,6 +181,8 @@ nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset,
                 struct extent_list *list, struct op *op)
 {
   nbd_extent_callback cb = { .callback = got_extents, .user_data = list };
+
+  conn_unpark (c);
   return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), 0) == -1
              ? failed ()
              : 0;
@@ -139,36 +210,18 @@ nbd_ep_scan_extents (struct endpoint *ep, uint64_t len, uint64_t offset,
 static int
 nbd_ep_flush (struct conn *c, struct op *op)
 {
+  conn_unpark (c);
   return nbd_aio_flush (c->h, DONE (op), 0) == -1 ? failed () : 0;
-}
-
-/* Whether FD can be read from now (data, end of file or an error), as
- * opposed to when some earlier wake-up said so.
- */
-static bool
-socket_readable (int fd)
-{
-  struct pollfd pfd = { .fd = fd, .events = POLLIN };
-  int r;
-
-  do
-    r = poll (&pfd, 1, 0);
-  while (r == -1 && errno == EINTR);
-  /* If poll itself fails, let libnbd meet the problem and report it. */
-  return r != 0;
 }
 
 /* A poll on C's socket fired.
  *
- * libnbd must only be told "readable" when the socket really has
- * something to read.  Told so with nothing there, a handle that was
- * idle in READY (or paused in the middle of sending a request) moves
- * to REPLY.START, its recv gets EAGAIN, and it stays in REPLY.START
- * waiting for a reply.  libnbd only sends queued commands from READY,
- * so every command issued after that is queued and not sent.  If no
- * sent command is still unanswered, no reply ever comes and the copy
- * hangs for good at 0% CPU (1 run in 20-60 of a --synchronous or
- * tiny-request copy did).
+ * libnbd must not be told "readable" on a hint alone while it is in
+ * the middle of sending a request: it would move to REPLY.START, get
+ * EAGAIN, and stay there with the rest of the request unsent, and
+ * libnbd only goes on sending from READY.  If no sent command is still
+ * unanswered, no reply ever comes and the copy hangs for good at 0%
+ * CPU.
  *
  * And a POLLIN completion can be stale.  The kernel queues data on a
  * socket and only then wakes the socket's waiters (for a Unix socket,
@@ -177,13 +230,18 @@ socket_readable (int fd)
  * wake-up then completes the new poll with its own mask (POLLIN), and
  * io_uring does not look at the socket again: a read wake-up with no
  * data behind it.  A 256M --synchronous copy met one to four of them
- * in some 100,000 read notifications.  So the socket is checked with a
- * zero-timeout poll(2) first, and a completion with nothing behind it
- * is dropped; arm() polls again before the next wait.  Only this
- * thread reads the socket, so data seen here is still there when
- * libnbd reads it.  (Over TLS, bytes that are not yet a whole record
- * can still leave libnbd in REPLY.START, but then the rest of that
- * reply is on its way and moves it on.)
+ * in some 100,000 read notifications.
+ *
+ * So libnbd is told at once only when it is READY (or parked): a read
+ * that finds nothing then costs one recv and leaves the handle parked,
+ * which conn_unpark undoes before the next command (see conn_read).
+ * In any other state the socket is checked with a zero-timeout poll(2)
+ * first, and a completion with nothing behind it is dropped; arm()
+ * polls again before the next wait.  Only this thread reads the
+ * socket, so data seen here is still there when libnbd reads it.
+ * (Over TLS, bytes that are not yet a whole record can still leave
+ * libnbd in REPLY.START, but then the rest of that reply is on its way
+ * and moves it on.)
  *
  * A stale POLLOUT needs no such care: libnbd's send gets EAGAIN and
  * it stays in the same sending state, still waiting to write.
@@ -198,24 +256,33 @@ nbd_socket_ready (struct ring_event *ev, int res)
   p->armed = false;
   if (res < 0)
     return; /* cancelled */
-  /* A failure here means the connection died; libnbd then fails every
-     command in flight through its completion callback, which is how the
-     engine hears of it.  The direction is the one libnbd wants now, not
-     when the poll was armed: a write poll may outlive the write it was
-     for. */
+  /* The direction is the one libnbd wants now, not when the poll was
+     armed: a write poll may outlive the write it was for. */
   if (p == &c->in && (dir & LIBNBD_AIO_DIRECTION_READ)) {
-    if (socket_readable (c->fd))
-      nbd_aio_notify_read (c->h);
+    conn_read (c);
   }
   else if (p == &c->out && (dir & LIBNBD_AIO_DIRECTION_WRITE))
     nbd_aio_notify_write (c->h);
 }
 
+/* After a read that finished a reply, read on: while replies come
+ * faster than they are handled, each costs only libnbd's own recvs,
+ * and neither a poll nor a wait on the ring.  The read's completion
+ * callback has queued the engine's op, so the worker handles it and
+ * calls arm() again rather than waiting; once a read finds nothing (and
+ * parks the handle), the socket is polled as before.
+ */
 static void
 nbd_ep_arm (struct conn *c, struct io_uring *ring)
 {
-  unsigned dir = nbd_aio_get_direction (c->h);
+  unsigned dir;
 
+  if (c->more) {
+    conn_read (c);
+    if (c->more)
+      return;
+  }
+  dir = nbd_aio_get_direction (c->h);
   if ((dir & LIBNBD_AIO_DIRECTION_READ) && !c->in.armed) {
     ring_poll (ring, c->fd, POLLIN, &c->in.ev);
     c->in.armed = true;
@@ -230,6 +297,7 @@ static void
 nbd_ep_detach (struct conn *c)
 {
   c->in.armed = c->out.armed = false;
+  c->more = false; /* a parked handle stays parked: see nbd_ep_close */
 }
 
 /* Shut the socket down: the worker's poll fires, libnbd reads end of

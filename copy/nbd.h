@@ -25,6 +25,13 @@ struct conn {
   struct nbd_handle *h;
   int fd;
   struct socket_poll in, out;
+  /* The last read finished a reply, so another may be waiting: the next
+     arm() reads on instead of polling (see conn_read in nbd.c). */
+  bool more;
+  /* A read found nothing while the handle was idle, which leaves libnbd
+     waiting for a reply rather than ready to send: read once more before
+     issuing a command. */
+  bool parked;
   /* Guards fd against a reconnect (worker) racing an abort (main). */
   pthread_mutex_t fd_lock;
 };
@@ -57,6 +64,11 @@ int nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
  * struct socket_poll's event).
  */
 void nbd_socket_ready (struct ring_event *ev, int res);
+
+/* nbd.c.  If C's handle is parked (see struct conn), get it back to
+ * READY, so that a command can be sent.
+ */
+void conn_unpark (struct conn *c);
 
 /* nbd.c.  Shut C's socket down, failing its requests in flight. */
 void nbd_ep_abort (struct conn *c);

@@ -342,6 +342,7 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
   old = c->h;
   c->h = h;
   c->fd = nbd_aio_get_fd (h);
+  c->more = c->parked = false;
   pthread_mutex_unlock (&c->fd_lock);
   nbd_close (old);
   return 0;
@@ -353,8 +354,10 @@ nbd_ep_close (struct endpoint *ep, bool clean)
   for (unsigned i = 0; i < ep->nconns; i++) {
     /* After a failure the server may be gone or stuck: do not wait on
        it for a polite disconnect. */
-    if (clean)
+    if (clean) {
+      conn_unpark (ep->conns[i]); /* or the disconnect would wait */
       nbd_shutdown (ep->conns[i]->h, 0);
+    }
     nbd_close (ep->conns[i]->h);
     pthread_mutex_destroy (&ep->conns[i]->fd_lock);
     free (ep->conns[i]);

@@ -417,6 +417,17 @@ mutation ring-no-fallback copy/ring.c \
 '  return -EINVAL;' \
 "a kernel without the 6.1 ring flags gets no ring: copies fail there"
 
+mutation read-mid-send copy/nbd.c \
+'  if (!was_ready && !c->parked && !socket_readable (c->fd)) {' \
+'  if (false && !was_ready && !c->parked && !socket_readable (c->fd)) {' \
+"libnbd told to read while it is still sending a request: the send stalls"
+
+mutation never-unpark copy/nbd.c \
+'  if (c->parked)
+    conn_read (c);' \
+'  (void) 0;' \
+"commands issued on a parked handle wait for a reply that may never come"
+
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
 ' \
