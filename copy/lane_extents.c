@@ -39,13 +39,18 @@ lane_asks_extents (const struct lane *l)
          && src->caps.can_extents;
 }
 
-/* How much of [pos, end) to ask about in one request. */
+/* How much of [pos, end) to ask about in one request.  A window ends
+ * on a multiple of the alignment (a power of 2: the block size, or
+ * --blkhash's block, up to 32M), as every list but the last must:
+ * extent_list_align keeps only the end it was asked for where it is.
+ */
 static uint64_t
 lane_window (const struct lane *l, uint64_t pos, uint64_t end)
 {
   uint64_t len = end - pos;
+  uint64_t window = MAX ((uint64_t) EXTENTS_WINDOW, l->set->align);
 
-  return l->extents_window ? MIN (len, (uint64_t) EXTENTS_WINDOW) : len;
+  return l->extents_window ? MIN (len, window) : len;
 }
 
 /* The prefetched list answers from l->pos on: make it the current one,
