@@ -15,7 +15,6 @@ extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end)
   list->full = false;
   list->zero_past_end = end;
   list->dirty = NULL;
-  list->answered = 0;
 }
 
 uint64_t
@@ -34,7 +33,6 @@ extent_list_add (struct extent_list *list, uint64_t offset, uint64_t length,
   uint64_t expected = extent_list_covered (list);
   uint64_t end = offset + length;
 
-  list->answered++;
   /* Past the end, only how far the zero run from the end goes is
      kept (see extent_list_cut). */
   if (zero && end > list->end && MAX (offset, list->end) <= list->zero_past_end)

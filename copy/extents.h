@@ -44,9 +44,6 @@ struct extent_list {
      (docs/design.md, "Fragmented sources").  0: never.  Kept by
      extent_list_reset. */
   uint64_t fold_below;
-  /* Extents the server said for this list since extent_list_reset,
-     before joining or clipping: how fragmented the source is here. */
-  uint64_t answered;
 };
 
 void extent_list_reset (struct extent_list *list, uint64_t start, uint64_t end);

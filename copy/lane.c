@@ -542,10 +542,6 @@ lane_init (struct lane *l, unsigned index, struct job *job,
   l->alloc.fold_below = set->fold_below;
   l->dirty.v = l->dirty_store;
   l->dirty.cap = EXTENTS_PER_LANE;
-  l->ahead.v = l->ahead_store;
-  l->ahead.cap = EXTENTS_PER_LANE;
-  l->ahead.fold_below = set->fold_below;
-  l->extents_window = true;
   if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
     return -1;
   l->runs_per_buffer = lane_runs_per_buffer (set);

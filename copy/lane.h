@@ -18,21 +18,6 @@
 
 /* Extents a lane remembers at once; more are fetched as it goes. */
 #define EXTENTS_PER_LANE 1024
-/* A fragmented source is asked about its segments this much at a time,
-   the next window while the current one is read (lane_extents.c,
-   docs/design.md "Fragmented sources"). */
-#define EXTENTS_WINDOW (8 * 1024 * 1024)
-/* More extents per MiB than this in an answer make a source fragmented
-   (and fewer, not): 4K data every 8K is 256 per MiB, sparse-random's
-   default map about 3. */
-#define EXTENTS_DENSE_PER_MIB 64
-
-/* The lane's second extent list, for the next window of its segment. */
-enum extents_ahead {
-  AHEAD_NONE,  /* not asked for */
-  AHEAD_BUSY,  /* asked for, the answer not yet in */
-  AHEAD_READY, /* answered and fitted, waiting to become current */
-};
 /* Writes and zeroes one buffer may turn into after zero detection: as
    many as it has zero-detection blocks (a buffer of data and holes
    alternating block by block keeps its holes), within these bounds. */
@@ -83,14 +68,6 @@ struct lane {
   struct extent extent_store[EXTENTS_PER_LANE];
   struct extent_list extents; /* of [pos, ...) in the current segment */
   size_t next_extent;
-  /* What follows `extents` in the segment, asked for while it is read
-     (never with --bitmap, nor past the segment). */
-  struct extent ahead_store[EXTENTS_PER_LANE];
-  struct extent_list ahead;
-  enum extents_ahead ahead_state;
-  /* Ask in EXTENTS_WINDOW pieces, not the rest of the segment at once:
-     true until an answer shows the source is not fragmented. */
-  bool extents_window;
   /* --bitmap: the source's two answers, base:allocation and the dirty
      bitmap, before extent_list_restrict makes `extents` of them. */
   struct extent alloc_store[EXTENTS_PER_LANE], dirty_store[EXTENTS_PER_LANE];

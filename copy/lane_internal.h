@@ -50,12 +50,7 @@ lane_sent (struct lane *l, struct op *op)
  * request could not be sent (lane_fail has been told).
  */
 int lane_fetch_extents (struct lane *l);
-/* Ask for the window of the segment after l->extents, into l->ahead,
- * if there is one to ask about and nothing else is asked.
- */
-void lane_prefetch_extents (struct lane *l);
-/* OP, L's extents request, finished: make l->extents ready to use, or
- * l->ahead ready to follow it. */
+/* OP, L's extents request, finished: make l->extents ready to use. */
 void lane_extents_done (struct lane *l, const struct op *op);
 
 /* lane_recover.c */

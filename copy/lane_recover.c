@@ -171,8 +171,6 @@ lane_rewind (struct lane *l)
   l->segment = NO_SEGMENT;
   l->extents.len = 0;
   l->next_extent = 0;
-  /* What was asked ahead is of the segment left: asked again. */
-  l->ahead_state = AHEAD_NONE;
   l->pos = l->segment_end = 0;
   l->no_more_segments = false;
 }

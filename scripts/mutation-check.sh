@@ -408,11 +408,6 @@ mutation no-hole-lookahead copy/lane_extents.c \
 '  l->in_hole = list->len > 0 && list->v[list->len - 1].zero' \
 '  l->in_hole = false && list->len > 0 && list->v[list->len - 1].zero'
 
-mutation extents-prefetch-off copy/lane_extents.c \
-'  if (l->ahead_state != AHEAD_NONE || l->extents_busy || !lane_asks_extents (l)' \
-'  if (true || l->ahead_state != AHEAD_NONE || l->extents_busy || !lane_asks_extents (l)' \
-'the next window of a fragmented segment is asked for only once the current one is read'
-
 mutation connections-not-cut-to-threads copy/options.c \
 '  opts->connections = opts->threads;' \
 '  (void) 0;'

@@ -86,23 +86,3 @@ copy lie 8 "$tmp/lie-new.img" eval \
   can_extents='exit 0' \
   extents='echo $4 $((4096 - $4 % 4096)) $(( $4 / 4096 % 2 ? 3 : 0 ))'
 check_same "$tmp/lie.img" "$tmp/lie-new.img" "one extent per answer"
-
-# 3. Block status is asked ahead: a lane asks about a fragmented
-# segment in windows (8 MiB), and asks for the next window as soon as
-# the current one is answered, so that the answer comes while the
-# current window is read.  Each block status answer is delayed 100 ms
-# (the delay filter under the log filter), so the reads that the log
-# shows between a block status request and its answer were sent while
-# it was out: the first window's 16 reads of 512K.  Asking for the
-# whole segment at once, or for a window only once the one before has
-# been read, shows none there.
-copy ahead $max "$tmp/ahead.img" --filter=delay file "$tmp/frag.img" \
-  delay-extents=100ms
-check_same "$tmp/frag.img" "$tmp/ahead.img" "fragmented file, asked ahead"
-overlap=$(awk '$4 == "Extents" { out[$3] = 1 }
-               $4 == "...Extents" { out[$3] = 0 }
-               $4 == "Read" && out[$3] { n++ }
-               END { print n + 0 }' "$tmp/ahead.copy.log")
-echo "ahead: $overlap reads sent while a block status request was out"
-[ "$overlap" -ge 8 ] ||
-  fail "only $overlap reads were sent while block status was asked: not asked ahead"
