@@ -527,7 +527,9 @@ acct=$(index_of segment-accounting-off) || die "segment-accounting-off is missin
 # The shell tests, most likely catchers first: quick copies checked by
 # an independent oracle (cmp, qemu-img compare, checkwrite, a
 # self-checking sparse-random, request traces), and the error paths
-# (which fail fast when an error is ignored); then the rest in
+# (which fail fast when an error is ignored), and the tests written
+# for one mutation's feature (retry, --bitmap onto a small file, the
+# progress forms, ...); then the rest in
 # Makefile.am's order, slow valgrind runs last.
 first="tests/test-holes-not-read.sh tests/test-old-data-overwritten.sh
   tests/test-server-errors.sh tests/test-streams.sh tests/test-hole-not-zero.sh
@@ -537,7 +539,12 @@ first="tests/test-holes-not-read.sh tests/test-old-data-overwritten.sh
   tests/test-sparse-random-copy.sh tests/test-progress-fd.sh
   tests/test-verify.sh tests/test-verify-lying-holes.sh tests/test-bitmap.sh
   tests/test-resume.sh tests/test-resume-durable.sh
-  tests/test-resume-journal-write.sh tests/test-retry.sh"
+  tests/test-resume-journal-write.sh tests/test-retry.sh
+  tests/test-retry-blkhash.sh tests/test-retry-stats.sh
+  tests/test-bitmap-smaller-destination.sh tests/test-blkhash-file-opened-first.sh
+  tests/test-source-size-differs.sh tests/test-fragmented-source.sh
+  tests/test-stats-json.sh tests/test-progress-bar.sh tests/test-progress-lines.sh
+  tests/test-interrupt.sh"
 last="tests/test-valgrind-clean.sh tests/test-no-allocation-per-request.sh"
 all_tests=$(sed -n '/^SHELL_TESTS = /,/^TESTS = /p' "$top/Makefile.am" |
   grep -o 'tests/test-[A-Za-z0-9_-]*\.sh')
