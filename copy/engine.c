@@ -147,6 +147,22 @@ worker_note_stall (struct worker *w)
   pthread_mutex_unlock (&job->lock);
 }
 
+/* Hand every completion already on the ring to its handler. */
+static void
+worker_handle_completions (struct worker *w)
+{
+  struct io_uring_cqe *cqe;
+  unsigned head, seen = 0;
+
+  io_uring_for_each_cqe (&w->ring, head, cqe)
+  {
+    struct ring_event *ev = io_uring_cqe_get_data (cqe);
+    ev->handle (ev, cqe->res);
+    seen++;
+  }
+  io_uring_cq_advance (&w->ring, seen);
+}
+
 /* HASH_WAIT: the lane waits for another lane to free a --blkhash digest
  * slot, which no event on this ring will announce: look again soon.
  * WAKE_AT (0: none): the lane must reconnect at that time (--retry).
@@ -156,7 +172,6 @@ worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
 {
   struct io_uring *ring = &w->ring;
   struct io_uring_cqe *cqe;
-  unsigned head, seen = 0;
   int64_t timeout_ms = w->job->set->timeout_ms;
   int r;
 
@@ -186,13 +201,7 @@ worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
     job_fail (w->job, "worker", "io_uring wait", 0, 0, strerror (-r));
     return;
   }
-  io_uring_for_each_cqe (ring, head, cqe)
-  {
-    struct ring_event *ev = io_uring_cqe_get_data (cqe);
-    ev->handle (ev, cqe->res);
-    seen++;
-  }
-  io_uring_cq_advance (ring, seen);
+  worker_handle_completions (w);
 }
 
 /* Submit whatever is queued on the ring and handle the completions
@@ -204,8 +213,6 @@ static void
 worker_reap (struct worker *w)
 {
   struct io_uring *ring = &w->ring;
-  struct io_uring_cqe *cqe;
-  unsigned head, seen = 0;
 
   if (io_uring_sq_ready (ring) > 0) {
     int r = io_uring_submit_and_get_events (ring);
@@ -214,13 +221,7 @@ worker_reap (struct worker *w)
       return;
     }
   }
-  io_uring_for_each_cqe (ring, head, cqe)
-  {
-    struct ring_event *ev = io_uring_cqe_get_data (cqe);
-    ev->handle (ev, cqe->res);
-    seen++;
-  }
-  io_uring_cq_advance (ring, seen);
+  worker_handle_completions (w);
 }
 
 static void *
