@@ -70,11 +70,22 @@ lane_fetch_extents (struct lane *l)
   return 0;
 }
 
+/* The shortest hole at a segment's end that makes the lane look past
+ * its next segment.  A fragmented disk ends half its segments in a
+ * small hole, and a look there makes the server describe a second
+ * segment of small extents only to be thrown away (W11 at 2G: 1.5x
+ * the server's block status work).  A hole that starts later than this
+ * before the end is found by the next segment's own request, and the
+ * looks start from there: one request more.
+ */
+#define LOOK_PAST_MIN_HOLE (8 * 1024 * 1024)
+
 /* Extents were answered, perhaps past the segment (asked for, or said
  * by the server unasked): keep what concerns this segment, and tell
  * the job how far a hole at its end goes.  A segment that ends in a
- * hole makes the lane's next request look past its segment (in_hole):
- * what was learnt may stop only where the request did.
+ * hole of LOOK_PAST_MIN_HOLE or more makes the lane's next request
+ * look past its segment (in_hole): what was learnt may stop only where
+ * the request did.
  */
 static void
 lane_learn_past_segment (struct lane *l)
@@ -88,6 +99,7 @@ lane_learn_past_segment (struct lane *l)
   if (asked_end > l->segment_end)
     zero_run_looked (&l->job->zero_run, zero_end >= asked_end);
   l->in_hole = list->len > 0 && list->v[list->len - 1].zero
+               && list->v[list->len - 1].length >= LOOK_PAST_MIN_HOLE
                && extent_list_covered (list) == l->segment_end;
 }
 

@@ -408,6 +408,12 @@ mutation no-hole-lookahead copy/lane_extents.c \
 '  l->in_hole = list->len > 0 && list->v[list->len - 1].zero' \
 '  l->in_hole = false && list->len > 0 && list->v[list->len - 1].zero'
 
+# A look past the segment after any hole at its end, however small
+# (a fragmented disk makes the server describe segments twice).
+mutation look-past-small-hole copy/lane_extents.c \
+'               && list->v[list->len - 1].length >= LOOK_PAST_MIN_HOLE' \
+'               && list->v[list->len - 1].length >= 1'
+
 mutation connections-not-cut-to-threads copy/options.c \
 '  opts->connections = opts->threads;' \
 '  (void) 0;'

@@ -86,3 +86,34 @@ copy lie 8 "$tmp/lie-new.img" eval \
   can_extents='exit 0' \
   extents='echo $4 $((4096 - $4 % 4096)) $(( $4 / 4096 % 2 ? 3 : 0 ))'
 check_same "$tmp/lie.img" "$tmp/lie-new.img" "one extent per answer"
+
+# 3. A segment that ends in a small hole does not make the lane's next
+# block status request look past its own segment: on a fragmented disk
+# that made the server describe a second segment of small extents, to
+# be thrown away.  Four segments, each ending (and the next starting)
+# in 64K of 4K data every 8K, the rest hole; one lane takes them in
+# turn.
+segment=$((128 * 1024 * 1024))
+python3 -c '
+import os, sys
+seg = int(sys.argv[2])
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+os.ftruncate(fd, 4 * seg)
+b = os.urandom(4096)
+for k in range(1, 4):
+    for o in range(k * seg - 65536, k * seg + 65536, 8192):
+        os.pwrite(fd, b, o)
+' "$tmp/edges.img" $segment
+start_nbdkit edges -r --filter=log file "$tmp/edges.img" \
+  logfile="$tmp/edges.log"
+run_nbdcp --connections=1 "$(uri_of "$tmp/edges.sock")" \
+  "$tmp/edges-new.img" || fail "edges: nbdcp failed"
+check_same "$tmp/edges.img" "$tmp/edges-new.img" "small holes at segment ends"
+grep -o ' Extents id=[0-9]* offset=0x[0-9a-f]* count=0x[0-9a-f]*' \
+  "$tmp/edges.log" >"$tmp/edges.asked"
+while read -r _ _ offset count; do
+  offset=$((${offset#offset=})) count=$((${count#count=}))
+  [ $((offset % segment + count)) -le $segment ] ||
+    fail "block status asked past its segment after a small hole: offset $offset, count $count"
+done <"$tmp/edges.asked"
+echo "edges: $(wc -l <"$tmp/edges.asked") block status requests, none past its segment"
