@@ -6,7 +6,7 @@ nbdcp_packages=(
   build-essential autoconf automake pkg-config
   libnbd-dev liburing-dev libgnutls28-dev
   nbdkit qemu-utils libnbd-bin
-  valgrind perl man-db python3 util-linux coreutils gnutls-bin time
+  valgrind perl man-db python3 util-linux coreutils gnutls-bin time strace
 )
 
 install_deps ()

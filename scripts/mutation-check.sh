@@ -428,6 +428,11 @@ mutation read-mid-send copy/nbd.c \
 '  if (false && !was_ready && !c->parked && !socket_readable (c->fd)) {' \
 "libnbd told to read while it is still sending a request: the send stalls"
 
+mutation read-on-after-reply-off copy/nbd.c \
+'  c->more = commands_done != before;' \
+'  c->more = false;' \
+"every reply followed by a poll and a wait: a system call more per request"
+
 mutation never-unpark copy/nbd.c \
 '  if (c->parked)
     conn_read (c);' \
