@@ -428,6 +428,15 @@ mutation read-mid-send copy/nbd.c \
 '  if (false && !was_ready && !c->parked && !socket_readable (c->fd)) {' \
 "libnbd told to read while it is still sending a request: the send stalls"
 
+mutation progress-stuck-at-zero copy/job.c \
+'  *done = all - MIN (clean, all);
+' \
+'  *done = all - MIN (clean, all);
+  if (*done < atomic_load (&job->size))
+    *done = 0;
+' \
+"progress reads 0% until the copy is complete, then every step at once"
+
 mutation read-on-after-reply-off copy/nbd.c \
 '  c->more = commands_done != before;' \
 '  c->more = false;' \

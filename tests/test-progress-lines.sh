@@ -43,9 +43,23 @@ check_lines ()
   done <"$file"
 }
 
-run_nbdcp -p -C 2 -T 2 -R 2 "$src" "$tmp/plain.raw" 2>"$tmp/plain"
-cat "$tmp/plain"
+# Each line stamped with the time it was read, so that lines held back
+# until the end (a progress stuck at 0%) fail: the slowed copy needs at
+# least 0.5 s between 10% and 90% (100 reads delayed 20 ms, 4 at a
+# time), and progress is looked at every 200 ms.
+stamp ()
+{
+  local line
+  while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done
+}
+{ run_nbdcp -p -C 2 -T 2 -R 2 "$src" "$tmp/plain.raw" 2>&1 >/dev/null; } |
+  stamp >"$tmp/stamped"
+cut -d' ' -f2- "$tmp/stamped" >"$tmp/plain"
+cat "$tmp/stamped"
 check_lines "$tmp/plain" "64.0 MiB" "slowed copy"
+awk '/ 10% of / { t10 = $1 } / 90% of / { t90 = $1 }
+     END { exit !(t90 - t10 >= 0.1) }' "$tmp/stamped" ||
+  fail "slowed copy: the 10% and 90% lines came together, not as the copy went"
 check_same "$ref" "$tmp/plain.raw" "slowed copy"
 
 # Over before progress is first looked at (200 ms): every step at the
