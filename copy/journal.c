@@ -7,23 +7,27 @@
  *   done 0-17,19,22-23     (finished segments, in ranges)
  *
  * It is rewritten whole when lanes have handed in flushed segments: a
- * few hundred bytes, written to PATH.tmp, synced and renamed over PATH,
- * and the directory synced, so that a crash at any moment leaves either
- * the old journal or the new one.  Only the main thread writes it (see
- * journal.h): fdatasync and fsync take milliseconds, which a worker
- * would spend not issuing requests.
+ * few hundred bytes, written to a new temporary file beside PATH (a
+ * name nobody can guess, mode 0600), synced and renamed over PATH, and
+ * the directory synced (lib/atomic_file.c), so that a crash at any
+ * moment leaves either the old journal or the new one, and a file or
+ * symbolic link planted near PATH is never written through.  An
+ * existing journal is read only if it is a regular file of this user.  Only the
+ * main thread writes it (see journal.h): fdatasync and fsync take milliseconds,
+ * which a worker would spend not issuing requests.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "error.h"
 #include "journal.h"
 
@@ -105,15 +109,6 @@ out:
   return r;
 }
 
-/* save's failure: "--resume: journal PATH: WHAT failed: strerror(ERR)". */
-static int
-save_failed (struct journal *j, const char *what, const char *name, int err)
-{
-  error_set ("--resume: journal %s: %s %s failed: %s", j->path, what, name,
-             strerror (err));
-  return -1;
-}
-
 /* The journal's text into FP. */
 static void
 print_journal (struct journal *j, FILE *fp)
@@ -136,63 +131,75 @@ print_journal (struct journal *j, FILE *fp)
   fprintf (fp, "\n");
 }
 
-/* Write the journal to PATH.tmp, sync it, rename it over PATH, and sync
- * the directory, checking every step.  The main thread only.
+/* Write the journal through a new temporary file beside it (see
+ * lib/atomic_file.h), checking every step.  The main thread only.
  */
 static int
 save (struct journal *j)
 {
-  char tmp[4096], dir[4096];
-  FILE *fp;
-  int fd, err;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *fp = open_memstream (&text, &len);
+  char why[ATOMIC_FILE_WHY];
+  int r;
 
-  snprintf (tmp, sizeof tmp, "%s.tmp", j->path);
-  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd == -1)
-    return save_failed (j, "creating", tmp, errno);
-  fp = fdopen (fd, "w");
   if (!fp) {
-    err = errno;
-    close (fd);
-    unlink (tmp);
-    return save_failed (j, "opening", tmp, err);
+    error_set ("--resume: journal %s: %s", j->path, strerror (errno));
+    return -1;
   }
   print_journal (j, fp);
-  if (fflush (fp) != 0 || ferror (fp)) {
-    err = errno;
-    fclose (fp);
-    unlink (tmp);
-    return save_failed (j, "writing", tmp, err);
-  }
-  if (fdatasync (fd) == -1) {
-    err = errno;
-    fclose (fp);
-    unlink (tmp);
-    return save_failed (j, "fdatasync of", tmp, err);
-  }
   if (fclose (fp) != 0) {
-    err = errno;
-    unlink (tmp);
-    return save_failed (j, "closing", tmp, err);
+    error_set ("--resume: journal %s: %s", j->path, strerror (errno));
+    free (text);
+    return -1;
   }
-  if (rename (tmp, j->path) == -1) {
-    err = errno;
-    unlink (tmp);
-    return save_failed (j, "renaming over it", tmp, err);
+  r = atomic_file_replace (j->path, text, len, why, sizeof why);
+  if (r == -1)
+    error_set ("--resume: journal %s: %s", j->path, why);
+  free (text);
+  return r;
+}
+
+/* Open the journal at J->path for reading, or return NULL: with errno
+ * ENOENT if there is none, else after error_set().  A symbolic link,
+ * anything but a regular file, and a file that belongs to another user
+ * are refused: a journal says which segments need not be copied, so a
+ * journal someone else could have written could make the copy skip
+ * data.
+ */
+static FILE *
+open_existing (struct journal *j)
+{
+  struct stat st;
+  FILE *fp;
+  int fd;
+
+  /* O_NONBLOCK: a FIFO planted there must not block the open. */
+  fd = open (j->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd == -1) {
+    if (errno == ELOOP)
+      error_set ("--resume: %s is a symbolic link: refused (nbdcp never "
+                 "follows one to its journal)",
+                 j->path);
+    else if (errno != ENOENT)
+      error_set ("--resume: %s: %s", j->path, strerror (errno));
+    return NULL;
   }
-  /* The rename itself is durable once the directory is synced. */
-  snprintf (dir, sizeof dir, "%s", j->path);
-  char *name = dirname (dir);
-  fd = open (name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd == -1)
-    return save_failed (j, "opening its directory", name, errno);
-  if (fsync (fd) == -1) {
-    err = errno;
-    close (fd);
-    return save_failed (j, "fsync of its directory", name, err);
-  }
+  if (fstat (fd, &st) == -1)
+    error_set ("--resume: %s: %s", j->path, strerror (errno));
+  else if (!S_ISREG (st.st_mode))
+    error_set ("--resume: %s is not a regular file: refused", j->path);
+  else if (st.st_uid != geteuid ())
+    error_set ("--resume: %s belongs to user %u, not to this user (%u): "
+               "refused",
+               j->path, (unsigned) st.st_uid, (unsigned) geteuid ());
+  else if (!(fp = fdopen (fd, "r")))
+    error_set ("--resume: %s: %s", j->path, strerror (errno));
+  else
+    return fp;
   close (fd);
-  return 0;
+  errno = 0;
+  return NULL;
 }
 
 int
@@ -208,11 +215,9 @@ journal_open (struct journal *j, const char *path, const char *identity,
     error_set ("out of memory");
     return -1;
   }
-  fp = fopen (path, "re");
-  if (!fp && errno != ENOENT) {
-    error_set ("--resume: %s: %s", path, strerror (errno));
+  fp = open_existing (j);
+  if (!fp && errno != ENOENT)
     return -1;
-  }
   if (!fp)
     return save (j);
   j->existed = true;

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "bitmap.h"
 #include "blkhash.h"
 #include "endpoint.h"
@@ -307,75 +308,58 @@ open_journal (const struct options *opts, const struct endpoint *src,
   return 0;
 }
 
-/* --blkhash-file: opened before anything is written (a file that
- * cannot be created is found now, not after the whole copy), without
- * truncating it: a copy that fails leaves an existing file as it was,
- * and removes one it created (see blkhash_file_close).
+/* --blkhash-file: its temporary file (lib/atomic_file.h) is created
+ * before anything is written, so that a place where it cannot be made
+ * is found now, not after the whole copy; the checksum goes into it
+ * and it is renamed over FILE only once the copy has succeeded.  A
+ * copy that fails removes the temporary file and leaves FILE as it was
+ * (or absent).  FILE, if it exists, must be a regular file.
  */
 struct blkhash_file {
-  int fd;    /* or -1 */
-  bool made; /* created by this run */
+  bool open;
+  struct atomic_file f;
 };
 
 static int
 blkhash_file_open (const struct options *opts, struct blkhash_file *bf)
 {
-  struct stat st;
-
-  bf->fd = -1;
-  bf->made = false;
   if (!opts->blkhash_file)
     return 0;
-  bf->made = stat (opts->blkhash_file, &st) == -1 && errno == ENOENT;
-  bf->fd = open (opts->blkhash_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (bf->fd == -1) {
-    bf->made = false;
-    error_set ("--blkhash-file: %s: %s", opts->blkhash_file, strerror (errno));
+  bf->open = true;
+  if (atomic_file_begin (&bf->f, opts->blkhash_file) == -1) {
+    error_set ("--blkhash-file: %s", bf->f.why);
     return -1;
   }
   return 0;
 }
 
+/* Remove the temporary file if the checksum never went into place. */
 static void
-blkhash_file_close (const struct options *opts, struct blkhash_file *bf,
-                    bool ok)
+blkhash_file_close (struct blkhash_file *bf)
 {
-  if (bf->fd >= 0)
-    close (bf->fd);
-  if (!ok && bf->made)
-    unlink (opts->blkhash_file);
-  bf->fd = -1;
+  if (bf->open)
+    atomic_file_free (&bf->f);
+  bf->open = false;
 }
 
-/* The --blkhash checksum, on stdout or into --blkhash-file (truncated
- * now, and written with the checksum alone). */
+/* The --blkhash checksum, on stdout or into --blkhash-file (the
+ * checksum alone, replacing what FILE held). */
 static int
-print_blkhash (const struct options *opts, struct blkhash_file *bf,
-               const char *hash)
+print_blkhash (struct blkhash_file *bf, const char *hash)
 {
-  FILE *fp = stdout;
-  struct stat st;
+  char line[2 * BLKHASH_MAX_DIGEST + 2];
+  int len = snprintf (line, sizeof line, "%s\n", hash);
 
-  if (bf->fd >= 0) {
-    if (fstat (bf->fd, &st) == 0 && S_ISREG (st.st_mode)
-        && ftruncate (bf->fd, 0) == -1) {
-      error_set ("--blkhash-file: %s: %s", opts->blkhash_file,
-                 strerror (errno));
+  if (bf->open) {
+    if (atomic_file_write (&bf->f, line, len) == -1
+        || atomic_file_commit (&bf->f) == -1) {
+      error_set ("--blkhash-file: %s", bf->f.why);
       return -1;
     }
-    fp = fdopen (bf->fd, "w");
-    if (!fp) {
-      error_set ("--blkhash-file: %s: %s", opts->blkhash_file,
-                 strerror (errno));
-      return -1;
-    }
-    bf->fd = -1; /* fclose closes it */
+    return 0;
   }
-  fprintf (fp, "%s\n", hash);
-  if (fp != stdout ? fclose (fp) == EOF : fflush (fp) == EOF) {
-    error_set ("--blkhash%s: %s%s%s", fp != stdout ? "-file" : "",
-               fp != stdout ? opts->blkhash_file : "", fp != stdout ? ": " : "",
-               strerror (errno));
+  if (fputs (line, stdout) == EOF || fflush (stdout) == EOF) {
+    error_set ("--blkhash: %s", strerror (errno));
     return -1;
   }
   return 0;
@@ -526,7 +510,7 @@ finish_copy (const struct options *opts, const struct settings *set,
                              hash, &interrupt_signal, &verify_stats)
              == -1)
     return -1;
-  if (opts->blkhash && print_blkhash (opts, blkhash_file, hash) == -1)
+  if (opts->blkhash && print_blkhash (blkhash_file, hash) == -1)
     return -1;
   return 0;
 }
@@ -554,7 +538,7 @@ main (int argc, char **argv)
   struct copy_stats stats;
   struct blkhash *source_hash = NULL;
   struct journal journal = { 0 };
-  struct blkhash_file blkhash_file = { .fd = -1 };
+  struct blkhash_file blkhash_file = { .open = false };
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
   int r, status = EXIT_FAILURE;
@@ -629,7 +613,7 @@ out:
   if (have_journal)
     journal_close (&journal, journal_made);
   blkhash_free (source_hash);
-  blkhash_file_close (&opts, &blkhash_file, status == EXIT_SUCCESS);
+  blkhash_file_close (&blkhash_file);
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
   /* Interrupted: the shell's convention, 128 + the signal number. */

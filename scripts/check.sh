@@ -26,6 +26,7 @@ tsan_tests="
   tests/test-flush-every-connection.sh
   tests/test-interrupt.sh
   tests/test-limited-clients.sh
+  tests/test-planted-symlinks.sh
   tests/test-progress-lines.sh
   tests/test-resume-durable.sh
   tests/test-resume-journal-write.sh
@@ -38,6 +39,7 @@ tsan_tests="
   tests/test-timeout.sh
   tests/test-verify-lying-holes.sh
   tests/test-verify.sh
+  tests/test-written-files.sh
 "
 
 passed=0 failed=0 skipped=0 rc=0
