@@ -428,6 +428,27 @@ mutation read-mid-send copy/nbd.c \
 '  if (false && !was_ready && !c->parked && !socket_readable (c->fd)) {' \
 "libnbd told to read while it is still sending a request: the send stalls"
 
+# Written for the randomized differential test (test-random-copies.sh):
+# slips at sizes no fixed test uses.
+mutation sparse-out-of-runs-drops-tail copy/sparse.c \
+'        runs[n++] = (struct run){ pos, len - pos, false };' \
+'        (void) 0;' \
+"more zero/data changes in a buffer than runs: the tail after a zero run is never written"
+
+mutation sparse-last-block-whole copy/sparse.c \
+'    size_t step = MIN (block, len - pos);' \
+'    size_t step = block;' \
+"a buffer that is not a multiple of -S: the last run reaches past the buffer"
+
+mutation huge-pool-rounded-down copy/pool.c \
+'  if (align == HUGE_PAGE)
+    madvise (base, bytes, MADV_HUGEPAGE);' \
+'  if (align == HUGE_PAGE) {
+    madvise (base, bytes, MADV_HUGEPAGE);
+    pool->count = bytes / HUGE_PAGE * HUGE_PAGE / size;
+  }' \
+"a pool that is not a multiple of 2 MiB loses its last buffers' slots: fewer buffers than the lane counts on"
+
 mutation progress-stuck-at-zero copy/job.c \
 '  *done = all - MIN (clean, all);
 ' \
