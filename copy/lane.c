@@ -40,6 +40,7 @@ lane_start_segment (struct lane *l, uint64_t index)
       = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size));
   /* Tracked only where segments must be flushed to be done. */
   l->segment = l->set->checkpoint ? index : NO_SEGMENT;
+  lane_dest_zero_forget (l);
 }
 
 /* Take the next segment: one to copy again (--retry), else the next
@@ -141,6 +142,17 @@ lane_zero (struct lane *l, struct op *op, struct buffer *b, uint64_t offset,
   return 0;
 }
 
+/* [OFFSET, OFFSET+LEN) of the destination reads as zero already: count
+ * it as done, nothing sent.
+ */
+static void
+lane_count_already_zero (struct lane *l, uint64_t offset, uint64_t len)
+{
+  l->stats.already_zero_bytes += len;
+  l->stats.skipped_bytes += len;
+  job_count_done (l->job, offset, len);
+}
+
 /* Issue what can be issued for zero extent E, at most MAX bytes of it.
  * Returns 0 on progress, 1 if out of request slots, -1 on failure.
  */
@@ -150,13 +162,22 @@ lane_issue_zero_extent (struct lane *l, struct extent *e, uint64_t max)
   struct job *job = l->job;
   struct op *op;
   uint64_t len = MIN (e->length, max);
+  bool already_zero = l->set->destination_is_zero;
 
-  if (l->set->destination_is_zero) {
+  /* Cut where the destination's answer changes kind: its edges are
+     whole blocks of set->align, as the extent's are. */
+  if (!already_zero && l->set->ask_destination_zero)
+    len = lane_dest_zero_prefix (l, e->offset, len, &already_zero);
+  if (already_zero) {
     if (job->hash)
       blkhash_add (&l->hash, e->offset, NULL, len, atomic_load (&job->size));
     l->stats.hole_bytes += len;
-    l->stats.skipped_bytes += len;
-    job_count_done (job, e->offset, len);
+    if (l->set->destination_is_zero) {
+      l->stats.skipped_bytes += len;
+      job_count_done (job, e->offset, len);
+    }
+    else
+      lane_count_already_zero (l, e->offset, len);
     lane_advance (l, e, len);
     return 0;
   }
@@ -218,6 +239,10 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
   b->offset = e->offset;
   b->len = len;
   b->pending = 0;
+  /* Known now, while the answer is this segment's: by the time the
+     read is done the lane may have moved on. */
+  b->dest_zero = l->set->ask_destination_zero
+                 && lane_dest_zero_covers (l, e->offset, len);
   lane_prepare_op (l, &b->read, OP_READ, b, e->offset, len);
   if (job->src->ops->read (l->src, pool_data (&l->pool, index), len, e->offset,
                            &b->read)
@@ -287,7 +312,8 @@ lane_issue (struct lane *l)
     /* The extents list is not to be used until its request is done:
        endpoints fill it before completing (file.c at once), and it is
        only fitted to the minimum block size on completion. */
-    if ((l->job->ordered && l->inflight > 0) || l->eof || l->extents_busy)
+    if ((l->job->ordered && l->inflight > 0) || l->eof || l->extents_busy
+        || l->dest_zero_busy)
       return;
 
     if (l->next_extent == l->extents.len) {
@@ -303,6 +329,8 @@ lane_issue (struct lane *l)
         }
       }
       if (l->pos == l->segment_end && !lane_take_segment (l))
+        return;
+      if (l->dest_zero_wanted && lane_dest_zero_fetch (l) == -1)
         return;
       if (lane_fetch_extents (l) == -1)
         return;
@@ -354,6 +382,10 @@ lane_write_buffer (struct lane *l, struct buffer *b)
     if (runs[i].zero && set->destination_is_zero) {
       l->stats.skipped_bytes += runs[i].length;
       job_count_done (job, offset, runs[i].length);
+      continue;
+    }
+    if (runs[i].zero && b->dest_zero) {
+      lane_count_already_zero (l, offset, runs[i].length);
       continue;
     }
     if (runs[i].zero) {
@@ -411,11 +443,15 @@ lane_op_done (struct lane *l, struct op *op)
   op->in_flight = false;
   if (op->eof)
     lane_stream_ended (l, op);
-  if (op->err)
+  /* Not knowing where the destination reads as zero is no failure. */
+  if (op->err && op->kind != OP_DEST_EXTENTS)
     lane_fail (l, op->kind, op->offset, op->length, strerror (op->err),
                op->err);
 
   switch (op->kind) {
+  case OP_DEST_EXTENTS:
+    lane_dest_zero_done (l, op);
+    break;
   case OP_EXTENTS:
     lane_extents_done (l, op);
     break;
@@ -460,7 +496,7 @@ lane_check_finished (struct lane *l)
   struct job *job = l->job;
   bool stopped = job_stopped (job);
   bool nothing_left = l->no_more_segments && !l->extents_busy
-                      && l->next_extent == l->extents.len;
+                      && !l->dest_zero_busy && l->next_extent == l->extents.len;
 
   if (l->broken) {
     if (l->inflight > 0 || l->state == LANE_DONE || l->state == LANE_RETRY_WAIT)
@@ -542,6 +578,8 @@ lane_init (struct lane *l, unsigned index, struct job *job,
   l->alloc.fold_below = set->fold_below;
   l->dirty.v = l->dirty_store;
   l->dirty.cap = EXTENTS_PER_LANE;
+  l->dest_zero.v = l->dest_zero_store;
+  l->dest_zero.cap = EXTENTS_PER_LANE;
   if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
     return -1;
   l->runs_per_buffer = lane_runs_per_buffer (set);

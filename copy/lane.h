@@ -29,6 +29,8 @@ struct buffer {
   uint64_t offset; /* of the disk */
   uint32_t len;
   unsigned pending; /* runs still in flight */
+  bool dest_zero;   /* the destination read as zero here when the read
+                       was issued: its zero runs need not be sent */
   struct op read;
   struct op *runs; /* the lane's runs_per_buffer */
 };
@@ -72,6 +74,13 @@ struct lane {
      bitmap, before extent_list_restrict makes `extents` of them. */
   struct extent alloc_store[EXTENTS_PER_LANE], dirty_store[EXTENTS_PER_LANE];
   struct extent_list alloc, dirty;
+
+  /* Where the destination reads as zero in the current segment, asked
+     once per segment (lane_dest_zero.c). */
+  struct extent dest_zero_store[EXTENTS_PER_LANE];
+  struct extent_list dest_zero;
+  struct op dest_zero_op;
+  bool dest_zero_wanted, dest_zero_busy;
 
   uint64_t pos; /* next byte to issue */
   uint64_t segment_end;

@@ -53,6 +53,34 @@ int lane_fetch_extents (struct lane *l);
 /* OP, L's extents request, finished: make l->extents ready to use. */
 void lane_extents_done (struct lane *l, const struct op *op);
 
+/* lane_dest_zero.c */
+
+/* A new segment starts at l->pos: what was known of the destination is
+ * forgotten, and asked again if the settings say so.
+ */
+void lane_dest_zero_forget (struct lane *l);
+/* Ask the destination where [pos, segment_end) reads as zero.  -1 if
+ * the request could not be sent (lane_fail has been told).
+ */
+int lane_dest_zero_fetch (struct lane *l);
+/* OP, that request, finished. */
+void lane_dest_zero_done (struct lane *l, const struct op *op);
+/* How much of [OFFSET, OFFSET+LEN), from OFFSET, is of one kind: all
+ * reading as zero on the destination (*READS_ZERO true), or not known
+ * to (false).
+ */
+uint64_t lane_dest_zero_prefix (const struct lane *l, uint64_t offset,
+                                uint64_t len, bool *reads_zero);
+
+/* Whether all of [OFFSET, OFFSET+LEN) reads as zero on the destination. */
+static inline bool
+lane_dest_zero_covers (const struct lane *l, uint64_t offset, uint64_t len)
+{
+  bool zero;
+
+  return lane_dest_zero_prefix (l, offset, len, &zero) == len && zero;
+}
+
 /* lane_recover.c */
 
 /* A request of KIND failed, when submitted or when it completed: a

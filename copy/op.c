@@ -10,7 +10,7 @@
 static const char *const names[] = {
   [OP_READ] = "read",   [OP_WRITE] = "write",
   [OP_ZERO] = "zero",   [OP_EXTENTS] = "extents (block status)",
-  [OP_FLUSH] = "flush",
+  [OP_FLUSH] = "flush", [OP_DEST_EXTENTS] = "extents (block status)",
 };
 
 bool

@@ -14,7 +14,14 @@
 
 #include "endpoint.h"
 
-enum op_kind { OP_READ, OP_WRITE, OP_ZERO, OP_EXTENTS, OP_FLUSH };
+enum op_kind {
+  OP_READ,
+  OP_WRITE,
+  OP_ZERO,
+  OP_EXTENTS, /* the source's block status */
+  OP_FLUSH,
+  OP_DEST_EXTENTS, /* where the destination reads as zero */
+};
 
 struct lane;
 struct buffer;

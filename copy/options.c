@@ -31,6 +31,7 @@ enum {
   DIRECT_OPTION,
   FLUSH_OPTION,
   NO_EXTENTS_OPTION,
+  NO_DESTINATION_EXTENTS_OPTION,
   QUEUE_SIZE_OPTION,
   REQUEST_SIZE_OPTION,
   SYNCHRONOUS_OPTION,
@@ -61,6 +62,8 @@ static const struct option long_options[] = {
   { "target-is-zero", no_argument, NULL, DESTINATION_IS_ZERO_OPTION },
   { "flush", no_argument, NULL, FLUSH_OPTION },
   { "no-extents", no_argument, NULL, NO_EXTENTS_OPTION },
+  { "no-destination-extents", no_argument, NULL,
+    NO_DESTINATION_EXTENTS_OPTION },
   { "progress", optional_argument, NULL, 'p' },
   { "queue-size", required_argument, NULL, QUEUE_SIZE_OPTION },
   { "request-size", required_argument, NULL, REQUEST_SIZE_OPTION },
@@ -128,6 +131,9 @@ print_help (void)
           "zero:\n"
           "                           skip zeroing it\n"
           "      --no-extents         read the whole source, ignoring holes\n"
+          "      --no-destination-extents\n"
+          "                           zero holes even where the destination\n"
+          "                           says it reads as zero already\n"
           "      --bitmap=NAME        incremental copy onto the previous "
           "copy:\n"
           "                           only what the source's qemu dirty "
@@ -525,6 +531,9 @@ parse_feature_option (int c, struct options *opts)
   case NO_EXTENTS_OPTION:
     opts->extents = false;
     break;
+  case NO_DESTINATION_EXTENTS_OPTION:
+    opts->destination_extents = false;
+    break;
   case SYNCHRONOUS_OPTION:
     opts->synchronous = true;
     break;
@@ -575,6 +584,7 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     .queue_size = 0,
     .sparse_size = -1,
     .extents = true,
+    .destination_extents = true,
     .progress_fd = -1,
     .blkhash_algo = BLKHASH_DEFAULT_ALGO,
     .blkhash_block = BLKHASH_DEFAULT_BLOCK,

@@ -29,6 +29,7 @@ struct options {
   bool allocated;           /* --allocated */
   bool destination_is_zero; /* --destination-is-zero, --target-is-zero */
   bool extents;             /* false with --no-extents */
+  bool destination_extents; /* false with --no-destination-extents */
   bool synchronous;         /* --synchronous */
   bool direct;              /* --direct: O_DIRECT for local files */
   bool progress;            /* -p or --progress[=FD] */

@@ -185,6 +185,7 @@ settings_compute (struct settings *s, const struct options *opts,
     .requests = opts->requests,
     .adaptive_window = !opts->requests_set && !opts->queue_size,
     .extents = opts->extents,
+    .destination_extents = opts->destination_extents,
     .allocated = opts->allocated,
     .destination_is_zero = opts->destination_is_zero,
     .verbose = opts->verbose,
@@ -231,5 +232,17 @@ settings_compute (struct settings *s, const struct options *opts,
                       "holes are still written to allocate them");
     s->destination_is_zero = false;
   }
+  s->ask_destination_zero = settings_ask_destination_zero (s, dst);
   return 0;
+}
+
+bool
+settings_ask_destination_zero (const struct settings *s,
+                               const struct endpoint *dst)
+{
+  /* Nothing to skip when nothing is zeroed, and --allocated zeroes
+     holes to allocate them.  A stream cannot skip; null:, block
+     devices and servers without block status cannot tell. */
+  return s->destination_extents && !s->destination_is_zero && !s->allocated
+         && !dst->caps.stream && dst->caps.can_extents && dst->ops->extents;
 }

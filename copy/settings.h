@@ -13,23 +13,27 @@
 #include "options.h"
 
 struct settings {
-  unsigned lanes;           /* connection pairs, each with a thread */
-  unsigned requests;        /* requests in flight per lane and side */
-  uint32_t request_size;    /* bytes per read */
-  uint64_t queue_size;      /* bytes in flight per lane */
-  bool adaptive_window;     /* lanes size their window (window.h) */
-  uint32_t sparse_size;     /* zero-detection block, 0 = off */
-  uint32_t block;           /* every request is a multiple of it */
-  uint32_t align;           /* extents are fitted to it: block, or the
-                               --blkhash block if larger */
-  uint32_t hash_block;      /* --blkhash block, 0 = no --blkhash */
-  int hash_algo;            /* --blkhash algorithm */
-  uint64_t zero_max;        /* the longest zero request, 0 = a segment */
-  uint32_t fold_below;      /* holes shorter than this between data are
-                               read with it (extents.h, fold_below) */
-  bool extents;             /* ask the source for holes */
-  bool allocated;           /* zero with NO_HOLE; data written whole */
-  bool destination_is_zero; /* send no zero requests */
+  unsigned lanes;            /* connection pairs, each with a thread */
+  unsigned requests;         /* requests in flight per lane and side */
+  uint32_t request_size;     /* bytes per read */
+  uint64_t queue_size;       /* bytes in flight per lane */
+  bool adaptive_window;      /* lanes size their window (window.h) */
+  uint32_t sparse_size;      /* zero-detection block, 0 = off */
+  uint32_t block;            /* every request is a multiple of it */
+  uint32_t align;            /* extents are fitted to it: block, or the
+                                --blkhash block if larger */
+  uint32_t hash_block;       /* --blkhash block, 0 = no --blkhash */
+  int hash_algo;             /* --blkhash algorithm */
+  uint64_t zero_max;         /* the longest zero request, 0 = a segment */
+  uint32_t fold_below;       /* holes shorter than this between data are
+                                read with it (extents.h, fold_below) */
+  bool extents;              /* ask the source for holes */
+  bool destination_extents;  /* may ask the destination where it reads
+                                as zero (not --no-destination-extents) */
+  bool allocated;            /* zero with NO_HOLE; data written whole */
+  bool destination_is_zero;  /* send no zero requests */
+  bool ask_destination_zero; /* skip zeroing where the destination says
+                                it reads as zero (lane_dest_zero.c) */
   bool verbose;
   unsigned retry;         /* --retry: 0 = a broken connection fails */
   int64_t retry_delay_ms; /* the first wait; doubled up to 30 s */
@@ -50,5 +54,9 @@ struct settings {
  */
 int settings_compute (struct settings *s, const struct options *opts,
                       const struct endpoint *src, const struct endpoint *dst);
+
+/* Whether, with S, the copy asks DST where it already reads as zero. */
+bool settings_ask_destination_zero (const struct settings *s,
+                                    const struct endpoint *dst);
 
 #endif

@@ -22,7 +22,7 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
 {
   /* One buffer per figure: the arguments are all formatted before
      fprintf reads any of them. */
-  char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32];
+  char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32], z[32];
   double rate = ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0;
   uint64_t dirty = s->total_bytes - s->clean_bytes;
 
@@ -41,10 +41,18 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            human_size_format (s->data_bytes, c, sizeof c), s->data_bytes,
            human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,
            human_size_format (s->skipped_bytes, e, sizeof e), s->skipped_bytes,
-           ctx->bitmap ? "clean in the bitmap" : "--destination-is-zero",
+           ctx->bitmap             ? "clean in the bitmap, or already zero"
+           : s->already_zero_bytes ? "the destination read as zero"
+                                   : "--destination-is-zero",
            human_size_format (s->hole_bytes, f, sizeof f), s->hole_bytes,
            s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
            s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");
+  if (s->already_zero_bytes)
+    fprintf (stderr,
+             "  already zero   %s (%" PRIu64 " bytes of the skipped, where "
+             "the destination said it read as zero)\n",
+             human_size_format (s->already_zero_bytes, z, sizeof z),
+             s->already_zero_bytes);
   /* Lines for --resume and --retry only when they did something. */
   if (s->resumed_bytes)
     fprintf (
@@ -84,16 +92,18 @@ print_json (const struct copy_stats *s, const struct stats_context *ctx)
   fprintf (stderr,
            "{\"ok\": %s, \"size\": %" PRIu64 ", \"data_bytes\": %" PRIu64
            ", \"zero_bytes\": %" PRIu64 ", \"skipped_bytes\": %" PRIu64
-           ", \"hole_bytes\": %" PRIu64 ", \"resumed_bytes\": %" PRIu64
-           ", \"redone_bytes\": %" PRIu64 ", \"retries\": %u"
+           ", \"already_zero_bytes\": %" PRIu64 ", \"hole_bytes\": %" PRIu64
+           ", \"resumed_bytes\": %" PRIu64 ", \"redone_bytes\": %" PRIu64
+           ", \"retries\": %u"
            ", \"requests\": %" PRIu64
            ", \"source_connections\": %u, \"destination_connections\": %u"
            ", \"lanes\": %u, \"threads\": %u, \"elapsed_seconds\": %.6f"
            ", \"bytes_per_second\": %.0f",
            ctx->ok ? "true" : "false", s->total_bytes, s->data_bytes,
-           s->zero_bytes, s->skipped_bytes, s->hole_bytes, s->resumed_bytes,
-           s->redone_bytes, s->retries, s->requests, ctx->src_connections,
-           ctx->dst_connections, s->lanes, s->workers, ctx->elapsed,
+           s->zero_bytes, s->skipped_bytes, s->already_zero_bytes,
+           s->hole_bytes, s->resumed_bytes, s->redone_bytes, s->retries,
+           s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
+           s->workers, ctx->elapsed,
            ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0.0);
   if (ctx->bitmap) {
     fprintf (stderr, ", \"bitmap\": ");
@@ -111,6 +121,7 @@ stats_add (struct copy_stats *sum, const struct copy_stats *s)
   sum->data_bytes += s->data_bytes;
   sum->zero_bytes += s->zero_bytes;
   sum->skipped_bytes += s->skipped_bytes;
+  sum->already_zero_bytes += s->already_zero_bytes;
   sum->hole_bytes += s->hole_bytes;
   sum->resumed_bytes += s->resumed_bytes;
   sum->redone_bytes += s->redone_bytes;
@@ -125,6 +136,7 @@ stats_rewind (struct copy_stats *s, const struct copy_stats *mark)
   s->data_bytes = mark->data_bytes;
   s->zero_bytes = mark->zero_bytes;
   s->skipped_bytes = mark->skipped_bytes;
+  s->already_zero_bytes = mark->already_zero_bytes;
   s->hole_bytes = mark->hole_bytes;
   s->clean_bytes = mark->clean_bytes;
 }

@@ -8,21 +8,23 @@
 #include <stdint.h>
 
 struct copy_stats {
-  uint64_t total_bytes;   /* the size copied (known at the end) */
-  uint64_t data_bytes;    /* written as data */
-  uint64_t zero_bytes;    /* zeroed on the destination */
-  uint64_t skipped_bytes; /* left alone: the destination reads as zero */
-  uint64_t hole_bytes;    /* of the source, never read (extents) */
-  uint64_t resumed_bytes; /* done by an earlier run (--resume): skipped */
-  uint64_t redone_bytes;  /* copied, then copied again after a reconnect
-                             (--retry): the attempts thrown away, not
-                             counted above */
-  unsigned retries;       /* reconnections made (--retry) */
-  uint64_t clean_bytes;   /* --bitmap: of the skipped, those clean in the
-                             bitmap (neither read nor written) */
-  uint64_t requests;      /* requests issued, both sides */
-  int error;              /* errno of the first failure, or 0 */
-  unsigned lanes;         /* connection pairs used */
+  uint64_t total_bytes;        /* the size copied (known at the end) */
+  uint64_t data_bytes;         /* written as data */
+  uint64_t zero_bytes;         /* zeroed on the destination */
+  uint64_t skipped_bytes;      /* left alone: the destination reads as zero */
+  uint64_t already_zero_bytes; /* of the skipped, those the destination
+                                  said read as zero (lane_dest_zero.c) */
+  uint64_t hole_bytes;         /* of the source, never read (extents) */
+  uint64_t resumed_bytes;      /* done by an earlier run (--resume): skipped */
+  uint64_t redone_bytes;       /* copied, then copied again after a reconnect
+                                  (--retry): the attempts thrown away, not
+                                  counted above */
+  unsigned retries;            /* reconnections made (--retry) */
+  uint64_t clean_bytes;        /* --bitmap: of the skipped, those clean in the
+                                  bitmap (neither read nor written) */
+  uint64_t requests;           /* requests issued, both sides */
+  int error;                   /* errno of the first failure, or 0 */
+  unsigned lanes;              /* connection pairs used */
   unsigned workers;
 };
 

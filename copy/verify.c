@@ -71,6 +71,7 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
   /* Nothing is written: everything read goes to the hash. */
   set.allocated = false;
   set.destination_is_zero = true;
+  set.ask_destination_zero = false;
   set.sparse_size = 0;
   set.checkpoint = 0; /* no retries: it only reads */
   set.retry = 0;

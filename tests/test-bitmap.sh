@@ -89,7 +89,10 @@ incremental ()
   start_nbdkit "$name-dst" --filter=log file "$tmp/$name.raw" \
     logfile="$tmp/$name.log"
   start_qemu_nbd "$name-src" -r -t -e 4 -f qcow2 -B "$bitmap" "$qcow"
-  run_nbdcp "$@" --bitmap="$bitmap" "$(uri_of "$tmp/$name-src.sock")" \
+  # Every dirty byte written (not skipped where the destination reads
+  # as zero), so that the writes are exactly the dirty ranges.
+  run_nbdcp --no-destination-extents "$@" --bitmap="$bitmap" \
+    "$(uri_of "$tmp/$name-src.sock")" \
     "$(uri_of "$tmp/$name-dst.sock")" 2>"$tmp/$name.err" || {
     cat "$tmp/$name.err" >&2
     fail "$name: nbdcp --bitmap failed"

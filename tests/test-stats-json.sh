@@ -23,7 +23,7 @@ holes=$(nbdinfo --map "$src" |
   fail "nbdinfo --map: holes $holes"
 # Each copy goes to a fresh memory disk (--destination-is-zero needs
 # one), and is compared with the source.
-for i in 1 2 3; do
+for i in 1 2 3 4; do
   start_nbdkit dst$i memory size=512M
 done
 
@@ -44,14 +44,23 @@ assert s["hole_bytes"] == int(sys.argv[3]), (sys.argv[3], s)
 assert s["source_connections"] >= 1 and s["destination_connections"] >= 1, s
 if sys.argv[2] == "skip":
     assert s["zero_bytes"] == 0 and s["skipped_bytes"] > 0, s
+    assert s["already_zero_bytes"] == 0, s
+elif sys.argv[2] == "already":
+    # A fresh memory disk says it reads as zero: nothing zeroed.
+    assert s["zero_bytes"] == 0, s
+    assert s["skipped_bytes"] == s["already_zero_bytes"] > 0, s
 else:
     assert s["skipped_bytes"] == 0 and s["zero_bytes"] > 0, s
 PY
 }
 
-run_nbdcp --stats=json "$src" "$(uri_of "$tmp/dst1.sock")" 2>"$tmp/s1"
+run_nbdcp --stats=json --no-destination-extents "$src" \
+  "$(uri_of "$tmp/dst1.sock")" 2>"$tmp/s1"
 check "$tmp/s1" zero || fail "stats do not add up: $(cat "$tmp/s1")"
 check_same "$src" "$(uri_of "$tmp/dst1.sock")" "--stats=json"
+run_nbdcp --stats=json "$src" "$(uri_of "$tmp/dst4.sock")" 2>"$tmp/s4"
+check "$tmp/s4" already || fail "stats do not add up: $(cat "$tmp/s4")"
+check_same "$src" "$(uri_of "$tmp/dst4.sock")" "--stats=json, already zero"
 run_nbdcp --stats=json --destination-is-zero "$src" "$(uri_of "$tmp/dst2.sock")" \
   2>"$tmp/s2"
 check "$tmp/s2" skip || fail "stats do not add up: $(cat "$tmp/s2")"
