@@ -5,7 +5,7 @@
 # them).  Python 3 standard library only.
 #
 #   bad-nbd-server.py [--mode=MODE] [--size=BYTES] [--file=PATH]
-#                     [--delay=SECONDS] [--pidfile=PATH] SOCKET
+#                     [--delay=SECONDS] [--chunks=N] [--pidfile=PATH] SOCKET
 #
 # It listens on the Unix socket SOCKET (which appears only once the
 # server accepts connections: it is bound under another name, then
@@ -210,6 +210,29 @@ class OverlapRead(Behaviour):
         )
 
 
+class ShuffledRead(Behaviour):
+    """A structured read reply that covers the request exactly once, in
+    --chunks pieces (8 by default) sent out of order: the odd-numbered
+    pieces first, then the even-numbered ones.  Not a fault: the
+    protocol allows it; a client may refuse many pieces out of order."""
+
+    def read_reply(self, conn, cookie, offset, length, data):
+        n = self.args.chunks
+        if not conn.structured or length < n:
+            return super().read_reply(conn, cookie, offset, length, data)
+        bounds = [length * i // n for i in range(n + 1)]
+        order = list(range(1, n, 2)) + list(range(0, n, 2))
+        return b"".join(
+            conn.data_chunk(
+                cookie,
+                offset + bounds[i],
+                data[bounds[i] : bounds[i + 1]],
+                k == n - 1,
+            )
+            for k, i in enumerate(order)
+        )
+
+
 class BadCookie(Behaviour):
     """Read replies carry a cookie (handle) that no request used."""
 
@@ -230,6 +253,7 @@ MODES = {
     "silent": Silent,
     "half-read": HalfRead,
     "overlap-read": OverlapRead,
+    "shuffled-read": ShuffledRead,
     "bad-cookie": BadCookie,
     "huge": Huge,
 }
@@ -390,6 +414,7 @@ def main():
     p.add_argument("--size", type=int, default=16 << 20)
     p.add_argument("--file")
     p.add_argument("--delay", type=float, default=1.0, help="trickle: seconds per byte")
+    p.add_argument("--chunks", type=int, default=8, help="shuffled-read: pieces")
     p.add_argument("--pidfile")
     args = p.parse_args()
 
