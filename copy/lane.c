@@ -412,8 +412,7 @@ lane_op_done (struct lane *l, struct op *op)
   if (op->eof)
     lane_stream_ended (l, op);
   if (op->err)
-    lane_fail (l, op->kind, op->offset, op->length, strerror (op->err),
-               op->err);
+    lane_op_failed (l, op);
 
   switch (op->kind) {
   case OP_EXTENTS:

@@ -18,7 +18,9 @@
  */
 #include <config.h>
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
 #include "lane_internal.h"
@@ -81,6 +83,31 @@ lane_fail (struct lane *l, enum op_kind kind, uint64_t offset, uint64_t length,
     return;
   job_fail_code (job, job_side (job, kind), op_what (kind), offset, length, why,
                  code);
+}
+
+/* A request that failed because of the server's fault on its
+ * connection says what that fault was: the read whose reply was wrong
+ * says only that (EPROTO, set by the endpoint with the fault), and the
+ * requests that failed because the connection was then given up say
+ * both.
+ */
+void
+lane_op_failed (struct lane *l, const struct op *op)
+{
+  bool on_src = op_on_source (op->kind);
+  const struct endpoint *ep = on_src ? l->job->src : l->job->dst;
+  struct conn *c = on_src ? l->src : l->dst;
+  const char *fault = ep->ops->fault ? ep->ops->fault (c) : NULL;
+  char why[384];
+
+  if (!fault)
+    snprintf (why, sizeof why, "%s", strerror (op->err));
+  else if (op->err == EPROTO)
+    snprintf (why, sizeof why, "%s", fault);
+  else
+    snprintf (why, sizeof why, "%s (%s)",
+              strerror (op->err), fault);
+  lane_fail (l, op->kind, op->offset, op->length, why, op->err);
 }
 
 void

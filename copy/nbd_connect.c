@@ -343,6 +343,7 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
   c->h = h;
   c->fd = nbd_aio_get_fd (h);
   c->more = c->parked = false;
+  c->fault[0] = '\0';
   pthread_mutex_unlock (&c->fd_lock);
   nbd_close (old);
   return 0;

@@ -10,6 +10,7 @@ set -o pipefail
 : "${NBDKIT:=nbdkit}"
 : "${QEMU_NBD:=qemu-nbd}"
 : "${QEMU_IMG:=qemu-img}"
+: "${PYTHON:=python3}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nbdcp-test.XXXXXX")
 _pids=()
@@ -112,6 +113,21 @@ start_qemu_nbd ()
   local name=$1
   shift
   "$QEMU_NBD" -k "$tmp/$name.sock" "$@" 2>>"$tmp/$name.err" &
+  _pids+=($!)
+  wait_for_socket "$tmp/$name.sock"
+}
+
+# start_bad_server NAME MODE [ARGS...]: tests/bad-nbd-server.py, an NBD
+# server that breaks the protocol in the way MODE says (see
+# tests/README.md), on $tmp/NAME.sock, killed at exit (it also dies
+# with this shell); its stderr goes to $tmp/NAME.err.  ARGS: --size=N,
+# --file=PATH, --delay=SECONDS.  Needs python3 (requires "$PYTHON").
+start_bad_server ()
+{
+  local name=$1 mode=$2
+  shift 2
+  "$PYTHON" "${srcdir:-.}/tests/bad-nbd-server.py" --mode="$mode" "$@" \
+    "$tmp/$name.sock" 2>>"$tmp/$name.err" &
   _pids+=($!)
   wait_for_socket "$tmp/$name.sock"
 }
