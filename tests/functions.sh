@@ -106,6 +106,43 @@ start_nbdkit ()
   wait_for_socket "$tmp/$name.sock"
 }
 
+# nbdkit_on_port NAME PORT ARGS...: nbdkit on 127.0.0.1:PORT, killed
+# when the test ends, its stderr in $tmp/NAME.err.  Returns once it
+# listens (it writes its pidfile then), or 1 if it exited (the port is
+# taken).
+nbdkit_on_port ()
+{
+  local name=$1 port=$2 j
+  shift 2
+  rm -f "$tmp/$name.pid"
+  "$NBDKIT" -f --exit-with-parent -i 127.0.0.1 -p "$port" \
+    -P "$tmp/$name.pid" "$@" 2>>"$tmp/$name.err" &
+  _pids+=($!)
+  for j in $(seq 1 600); do
+    [ -s "$tmp/$name.pid" ] && return 0
+    kill -0 "${_pids[-1]}" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  fail "nbdkit $name did not start on port $port"
+}
+
+# start_nbdkit_tcp NAME ARGS...: nbdkit on a free TCP port of
+# 127.0.0.1 (ports are tried at random until one is free); the port is
+# in port_NAME.
+start_nbdkit_tcp ()
+{
+  local name=$1 port i
+  shift
+  for i in $(seq 1 20); do
+    port=$((20000 + RANDOM % 20000))
+    if nbdkit_on_port "$name" $port "$@"; then
+      eval "port_$name=$port"
+      return 0
+    fi
+  done
+  fail "cannot start nbdkit on a TCP port"
+}
+
 # start_qemu_nbd NAME ARGS...: the same for qemu-nbd.
 start_qemu_nbd ()
 {
