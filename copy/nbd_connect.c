@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <libnbd.h>
@@ -30,6 +32,12 @@
 /* The least send buffer asked of a Unix socket: two default requests
    (which is where the 1 MiB default of an earlier version left it). */
 #define SEND_BUFFER_MIN (1024 * 1024)
+
+/* TCP keep-alive (see keep_alive): a dead peer is noticed after
+   KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT seconds. */
+#define KEEPALIVE_IDLE_S 60
+#define KEEPALIVE_INTERVAL_S 10
+#define KEEPALIVE_COUNT 6
 
 /* Copies the text from P up to the first of STOP (or the end) into
  * OUT (SIZE bytes, cut if longer), percent-decoded.  Returns where it
@@ -251,6 +259,38 @@ enlarge_send_buffer (int fd, uint32_t request_size)
   return got;
 }
 
+/* TCP keep-alive, so that a peer that vanished without a FIN or a reset
+ * (a crashed host, a dropped NAT entry) fails the connection instead of
+ * leaving a request waiting for ever: after a minute of silence, a
+ * probe every 10 s, and the connection is given up after 6 unanswered
+ * ones, two minutes in all.  TCP_USER_TIMEOUT gives data that is sent
+ * and never acknowledged the same two minutes (keep-alive probes are
+ * only sent on an idle connection).  qemu's NBD client does the same.
+ * --timeout, when given, still decides sooner.  Unix sockets and vsock
+ * are left alone.  Best effort: a kernel that refuses an option only
+ * keeps its default.
+ */
+static void
+keep_alive (int fd)
+{
+  struct sockaddr_storage addr;
+  socklen_t addr_len = sizeof addr;
+  int on = 1, idle = KEEPALIVE_IDLE_S, interval = KEEPALIVE_INTERVAL_S;
+  int count = KEEPALIVE_COUNT;
+  unsigned user_timeout
+      = (KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT) * 1000;
+
+  if (getsockname (fd, (struct sockaddr *) &addr, &addr_len) == -1
+      || (addr.ss_family != AF_INET && addr.ss_family != AF_INET6))
+    return;
+  setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt (fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt (fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt (fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  setsockopt (fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
+              sizeof user_timeout);
+}
+
 static void
 read_caps (struct endpoint *ep, struct nbd_handle *h)
 {
@@ -400,6 +440,7 @@ adopt_connections (struct endpoint *ep, struct nbd_handle **h, unsigned ready,
     c->h = h[i];
     c->fd = nbd_aio_get_fd (h[i]);
     int send_buffer = enlarge_send_buffer (c->fd, opts->request_size);
+    keep_alive (c->fd);
     if (opts->verbose && n == 0 && send_buffer > 0)
       fprintf (stderr, "nbdcp: %s: socket send buffer %d KiB\n", ep->spec,
                send_buffer / 1024);
@@ -486,6 +527,7 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
     return -1;
   }
   enlarge_send_buffer (nbd_aio_get_fd (h), ne->opts->request_size);
+  keep_alive (nbd_aio_get_fd (h));
   pthread_mutex_lock (&c->fd_lock);
   old = c->h;
   c->h = h;

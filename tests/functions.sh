@@ -140,7 +140,8 @@ start_nbdkit_tcp ()
       return 0
     fi
   done
-  fail "cannot start nbdkit on a TCP port"
+  tail -5 "$tmp/$name.err" >&2
+  fail "cannot start nbdkit $name on a TCP port"
 }
 
 # start_qemu_nbd NAME ARGS...: the same for qemu-nbd.
