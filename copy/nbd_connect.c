@@ -17,9 +17,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <libnbd.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "dirty_bitmap.h"
 #include "endpoint.h"
@@ -343,7 +345,8 @@ start_handshakes (struct nbd_handle **h, unsigned from, unsigned to,
  */
 static unsigned
 connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
-             unsigned want, const struct options *opts, const char *bitmap)
+             unsigned want, const struct options *opts, const char *bitmap,
+             bool *retryable)
 {
   unsigned ready;
   int64_t start = now_ms ();
@@ -359,6 +362,7 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
 
   /* A connection that fails at once (qemu-nbd's listen queue can be
      full when it takes one client) is only fatal if none works. */
+  *retryable = true;
   if (start_handshakes (h, 0, first, ep, opts, bitmap, why, sizeof why) == 0) {
     error_set ("%s: %s", ep->spec, why);
     return 0;
@@ -370,6 +374,10 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
       && (!h[0] || nbd_negotiate_bitmap (h[0], ep, bitmap, opts) == -1)) {
     if (!h[0])
       error_set ("%s: %s", ep->spec, why);
+    /* A server that answered (no such bitmap, no such export) would
+       answer the same again; a connection that broke may not. */
+    else if (nbd_aio_is_negotiating (h[0]) == 1 || nbd_aio_is_ready (h[0]) == 1)
+      *retryable = false;
     for (unsigned i = 0; i < first; i++)
       if (h[i]) {
         nbd_close (h[i]);
@@ -471,6 +479,49 @@ fail:
   return -1;
 }
 
+/* The first connections failed (error_get() says why) on attempt
+ * ATTEMPT (0 for the first): with --retry attempts left, say so and
+ * wait as a lane waits before reconnecting (lane_recover.c), and return
+ * 0 to try again; otherwise, or when a signal comes during the wait,
+ * return -1 with the reason, saying whether it was retried.
+ */
+static int
+wait_to_retry (const struct endpoint *ep, const struct options *opts,
+               unsigned attempt)
+{
+  char why[512];
+  int64_t delay, until;
+
+  snprintf (why, sizeof why, "%s", error_get ());
+  if (attempt >= opts->retry) {
+    if (opts->retry == 0)
+      error_set ("%s (not retried; see --retry)", why);
+    else
+      error_set ("%s (gave up after %u %s)", why, opts->retry,
+                 opts->retry == 1 ? "retry" : "retries");
+    return -1;
+  }
+  delay = backoff_ms (opts->retry_delay_ms, attempt, RETRY_DELAY_MAX_MS);
+  fprintf (stderr, "nbdcp: %s; connecting again in %.1f s (retry %u of %u)\n",
+           why, delay / 1000.0, attempt + 1, opts->retry);
+  /* Sleep in slices, so that a signal ends the wait at once. */
+  until = now_ms () + delay;
+  for (int64_t left = delay; left > 0; left = until - now_ms ()) {
+    if (*ep->interrupted) {
+      error_set ("%s: interrupted while waiting to connect again", ep->spec);
+      return -1;
+    }
+    struct timespec slice = { .tv_nsec = MIN (left, (int64_t) 100) * 1000000 };
+    nanosleep (&slice, NULL);
+  }
+  return 0;
+}
+
+/* With --retry, first connections that are refused or broken in their
+ * handshake (a server being restarted) are tried again with the back-off
+ * of later reconnections; a [ CMD ] subprocess, a server's answer (no
+ * such export or bitmap) and a signal are not.
+ */
 int
 nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
              const struct options *opts)
@@ -488,9 +539,18 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
     free (h);
     return -1;
   }
-  unsigned ready = connect_all (h, ep, writable, want, opts, bitmap);
-  if (ready > 0)
-    r = adopt_connections (ep, h, ready, opts, bitmap);
+  for (unsigned attempt = 0;; attempt++) {
+    bool retryable;
+    unsigned ready
+        = connect_all (h, ep, writable, want, opts, bitmap, &retryable);
+    if (ready > 0) {
+      r = adopt_connections (ep, h, ready, opts, bitmap);
+      break;
+    }
+    if (!retryable || ep->command || *ep->interrupted
+        || wait_to_retry (ep, opts, attempt) == -1)
+      break;
+  }
   free (h);
   return r;
 }

@@ -144,6 +144,36 @@ start_nbdkit_tcp ()
   fail "cannot start nbdkit $name on a TCP port"
 }
 
+# start_fault_proxy NAME UPSTREAM [--fault N:DIR:ACTION:BYTES]...:
+# tests/fault-proxy.py on $tmp/NAME.sock, forwarding to UPSTREAM
+# (unix:PATH or tcp:HOST:PORT) and breaking the connections the faults
+# name; killed when the test ends, its log in $tmp/NAME.log.  Returns
+# once it listens.
+start_fault_proxy ()
+{
+  local name=$1 upstream=$2
+  shift 2
+  requires python3
+  python3 "${srcdir:-.}/tests/fault-proxy.py" --listen "unix:$tmp/$name.sock" \
+    --upstream "$upstream" --log "$tmp/$name.log" "$@" \
+    2>>"$tmp/$name.err" &
+  _pids+=($!)
+  wait_for_line "$tmp/$name.log" '^listening on ' 30 ||
+    { cat "$tmp/$name.err" >&2; fail "fault proxy $name did not start"; }
+}
+
+# wait_for_line FILE PATTERN SECONDS: wait until a line of FILE matches
+# the extended regular expression PATTERN; 1 if none did in time.
+wait_for_line ()
+{
+  local i
+  for i in $(seq 1 $(($3 * 20))); do
+    grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 # start_qemu_nbd NAME ARGS...: the same for qemu-nbd.
 start_qemu_nbd ()
 {
