@@ -97,8 +97,9 @@ x509_without_host_name (const char *uri)
 {
   char psk[8];
 
-  return (strncasecmp (uri, "nbds+unix:", 10) == 0
-          || strncasecmp (uri, "nbds+vsock:", 11) == 0)
+  /* Only well-formed ones: libnbd's own message is better for others. */
+  return (strncasecmp (uri, "nbds+unix://", 12) == 0
+          || strncasecmp (uri, "nbds+vsock://", 13) == 0)
          && !uri_query (uri, "tls-psk-file", psk, sizeof psk);
 }
 
@@ -154,7 +155,7 @@ tls_host_name (const char *uri, char *name, size_t size)
   const char *p = strstr (uri, "://");
   size_t len;
 
-  if (strncasecmp (uri, "nbds+unix:", 10) != 0 || !p)
+  if (strncasecmp (uri, "nbds+unix://", 12) != 0 || !p)
     return "localhost";
   p += 3;
   len = strcspn (p, "/?#");
