@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "error.h"
 #include "lane_internal.h"
 #include "minmax.h"
@@ -140,10 +141,6 @@ lane_flushed (struct lane *l)
   l->stats_at_flush = l->stats;
 }
 
-/* The most a lane waits between reconnection attempts (unless
-   --retry-delay asks for longer from the start). */
-#define MAX_RETRY_DELAY_MS 30000
-
 void
 lane_schedule_retry (struct lane *l)
 {
@@ -158,10 +155,7 @@ lane_schedule_retry (struct lane *l)
     l->state = LANE_DONE;
     return;
   }
-  for (unsigned i = 0; i < l->attempts && delay < MAX_RETRY_DELAY_MS; i++)
-    delay *= 2;
-  int64_t longest = MAX ((int64_t) MAX_RETRY_DELAY_MS, l->set->retry_delay_ms);
-  delay = MIN (delay, longest);
+  delay = backoff_ms (delay, l->attempts, RETRY_DELAY_MAX_MS);
   l->attempts++;
   fprintf (stderr, "nbdcp: %s; reconnecting in %.1f s (retry %u of %u)\n",
            l->broken_why, delay / 1000.0, l->attempts, l->set->retry);
