@@ -41,6 +41,21 @@ struct ring_event {
   void (*handle) (struct ring_event *ev, int res);
 };
 
+/* What of a read's request its reply has covered so far, kept as the
+ * reply's chunks arrive (nbd.c), without allocation: the bytes covered
+ * from the request's start, and up to READ_COVER_SPANS spans that came
+ * ahead of them (offsets from the request's start).
+ */
+#define READ_COVER_SPANS 4
+struct read_cover {
+  uint32_t prefix; /* [0, prefix) is covered */
+  uint8_t nspans;
+  uint8_t fault; /* nbd.c's COVER_*: what was wrong, or 0 */
+  struct {
+    uint32_t start, end;
+  } spans[READ_COVER_SPANS]; /* disjoint, in order, past prefix */
+};
+
 /* Room in every request for the endpoint's use while it is in flight,
  * so that endpoints that submit to the ring need no allocation.
  */
@@ -53,6 +68,7 @@ struct op_io {
   uint64_t len;
   uint64_t done;
   int kind;
+  struct read_cover cover;
 };
 struct op_io *op_io (struct op *op);
 
@@ -109,6 +125,11 @@ struct endpoint_ops {
   /* Optional (NBD): whether C's connection itself has gone (EOF, reset,
      shut down), as opposed to a request that a live server refused. */
   bool (*broken) (struct conn *c);
+  /* Optional (NBD): what the server did wrong on C's connection, when
+     its fault broke the connection or failed a request (libnbd's reason
+     for giving the connection up, a read reply that did not cover its
+     request), or NULL.  Cleared when the connection is made again. */
+  const char *(*fault) (struct conn *c);
   /* Optional (NBD): replace C's broken connection with a new one to the
      same server.  Returns 0 when connected, 1 when C is not ready to be
      replaced yet (call again soon), -1 after error_set(). */

@@ -71,7 +71,8 @@ struct worker {
   bool ring_ready;
   bool ring_disabled; /* until the thread enables it (ring_init) */
   bool buffers_registered;
-  bool stall_noted; /* its oldest request, once the job was aborted */
+  bool stall_noted;      /* its oldest request, once the job was aborted */
+  int64_t next_check_ms; /* --timeout: when to look for stalls again */
   struct lane *lane;
   struct op_queue done; /* its lane's finished requests */
 };
@@ -97,20 +98,39 @@ worker_process_done (struct worker *w)
     lane_op_done (op->lane, op);
 }
 
+/* --timeout: how often a worker looks for stalled requests. */
+static int64_t
+timeout_tick (int64_t timeout_ms)
+{
+  return MAX (timeout_ms / 4, (int64_t) 10);
+}
+
 /* --timeout: fail the copy if a connection with requests in flight has
  * finished none for too long (a request that waits behind others on a
  * slow but working connection does not count), and have every
  * connection cut off so the copy can end.
+ *
+ * It looks once a tick has passed since it last looked, whatever woke
+ * the worker: a server that sends a byte now and then wakes it without
+ * ever finishing a reply, and a wait that never times out must not keep
+ * it from looking.  One clock read per turn of the worker's loop.
  */
 static void
 worker_check_timeouts (struct worker *w)
 {
   struct job *job = w->job;
   int64_t limit = job->set->timeout_ms;
-  const struct op *op
-      = w->lane->broken ? NULL : lane_stalled_op (w->lane, now_ms (), limit);
+  int64_t now;
+  const struct op *op;
   char why[64];
 
+  if (!limit)
+    return;
+  now = now_ms ();
+  if (now < w->next_check_ms)
+    return;
+  w->next_check_ms = now + timeout_tick (limit);
+  op = w->lane->broken ? NULL : lane_stalled_op (w->lane, now, limit);
   if (!op)
     return;
   snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
@@ -176,8 +196,9 @@ worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
   int r;
 
   if (timeout_ms || hash_wait || wake_at) {
-    /* Wake at least every quarter of the timeout to check on requests. */
-    int64_t tick = timeout_ms ? MAX (timeout_ms / 4, (int64_t) 10) : INT32_MAX;
+    /* Wake at least every quarter of the timeout to check on requests
+       (worker_check_timeouts, in the worker's loop). */
+    int64_t tick = timeout_ms ? timeout_tick (timeout_ms) : INT32_MAX;
     if (hash_wait)
       tick = 1;
     if (wake_at) {
@@ -189,11 +210,8 @@ worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
       .tv_nsec = (tick % 1000) * 1000000,
     };
     r = io_uring_submit_and_wait_timeout (ring, &cqe, 1, &ts, NULL);
-    if (r == -ETIME) {
-      if (timeout_ms)
-        worker_check_timeouts (w);
+    if (r == -ETIME)
       return;
-    }
   }
   else
     r = io_uring_submit_and_wait (ring, 1);
@@ -243,6 +261,7 @@ worker_run (void *arg)
   }
   for (;;) {
     worker_process_done (w);
+    worker_check_timeouts (w);
     if (l->state == LANE_RETRY_WAIT
         && (job_stopped (job) || now_ms () >= l->retry_at_ms))
       lane_retry (l);

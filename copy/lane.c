@@ -445,8 +445,7 @@ lane_op_done (struct lane *l, struct op *op)
     lane_stream_ended (l, op);
   /* Not knowing where the destination reads as zero is no failure. */
   if (op->err && op->kind != OP_DEST_EXTENTS)
-    lane_fail (l, op->kind, op->offset, op->length, strerror (op->err),
-               op->err);
+    lane_op_failed (l, op);
 
   switch (op->kind) {
   case OP_DEST_EXTENTS:

@@ -88,6 +88,10 @@ lane_dest_zero_covers (const struct lane *l, uint64_t offset, uint64_t len)
  */
 void lane_fail (struct lane *l, enum op_kind kind, uint64_t offset,
                 uint64_t length, const char *why, int code);
+/* OP completed with an error (op->err): lane_fail, with the server's
+ * fault on OP's connection in the message when its endpoint knows one.
+ */
+void lane_op_failed (struct lane *l, const struct op *op);
 /* The current segment is finished (--checkpoint): it waits for a flush. */
 void lane_segment_finished (struct lane *l);
 /* The destination connection's flush succeeded (or it has none). */

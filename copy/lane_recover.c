@@ -18,8 +18,11 @@
  */
 #include <config.h>
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "backoff.h"
 #include "error.h"
 #include "lane_internal.h"
 #include "minmax.h"
@@ -83,6 +86,31 @@ lane_fail (struct lane *l, enum op_kind kind, uint64_t offset, uint64_t length,
                  code);
 }
 
+/* A request that failed because of the server's fault on its
+ * connection says what that fault was: the read whose reply was wrong
+ * says only that (EPROTO, set by the endpoint with the fault), and the
+ * requests that failed because the connection was then given up say
+ * both.
+ */
+void
+lane_op_failed (struct lane *l, const struct op *op)
+{
+  bool on_src = op_on_source (op->kind);
+  const struct endpoint *ep = on_src ? l->job->src : l->job->dst;
+  struct conn *c = on_src ? l->src : l->dst;
+  const char *fault = ep->ops->fault ? ep->ops->fault (c) : NULL;
+  char why[384];
+
+  if (!fault)
+    snprintf (why, sizeof why, "%s", strerror (op->err));
+  else if (op->err == EPROTO)
+    snprintf (why, sizeof why, "%s", fault);
+  else
+    snprintf (why, sizeof why, "%s (%s)",
+              strerror (op->err), fault);
+  lane_fail (l, op->kind, op->offset, op->length, why, op->err);
+}
+
 void
 lane_segment_finished (struct lane *l)
 {
@@ -113,10 +141,6 @@ lane_flushed (struct lane *l)
   l->stats_at_flush = l->stats;
 }
 
-/* The most a lane waits between reconnection attempts (unless
-   --retry-delay asks for longer from the start). */
-#define MAX_RETRY_DELAY_MS 30000
-
 void
 lane_schedule_retry (struct lane *l)
 {
@@ -131,10 +155,7 @@ lane_schedule_retry (struct lane *l)
     l->state = LANE_DONE;
     return;
   }
-  for (unsigned i = 0; i < l->attempts && delay < MAX_RETRY_DELAY_MS; i++)
-    delay *= 2;
-  int64_t longest = MAX ((int64_t) MAX_RETRY_DELAY_MS, l->set->retry_delay_ms);
-  delay = MIN (delay, longest);
+  delay = backoff_ms (delay, l->attempts, RETRY_DELAY_MAX_MS);
   l->attempts++;
   fprintf (stderr, "nbdcp: %s; reconnecting in %.1f s (retry %u of %u)\n",
            l->broken_why, delay / 1000.0, l->attempts, l->set->retry);

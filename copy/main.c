@@ -161,6 +161,23 @@ useful_connections (const struct options *opts, const struct endpoint *src)
   return n;
 }
 
+/* A source larger than nbdcp copies (segment.h) is refused before
+ * the destination is opened or anything sized by the source allocated.
+ */
+static int
+check_source_size (const struct endpoint *src)
+{
+  char max[32];
+
+  if (src->size < 0 || (uint64_t) src->size <= MAX_COPY_SIZE)
+    return 0;
+  human_size_format (MAX_COPY_SIZE, max, sizeof max);
+  error_set ("source %s is too large: %" PRIi64 " bytes; nbdcp copies at "
+             "most %" PRIu64 " bytes (%s)",
+             src->spec, src->size, MAX_COPY_SIZE, max);
+  return -1;
+}
+
 /* Refuse copies that cannot work, before anything is written. */
 static int
 check_endpoints (const struct endpoint *src, const struct endpoint *dst)
@@ -385,7 +402,8 @@ open_endpoints (struct options *opts, struct endpoint **src,
   if (!*src)
     return -1;
   describe (opts, *src);
-  if (interrupt_signal || (opts->bitmap && bitmap_check_source (*src) == -1))
+  if (interrupt_signal || check_source_size (*src) == -1
+      || (opts->bitmap && bitmap_check_source (*src) == -1))
     return -1;
   *dst = endpoint_open (opts->dst, opts->dst_command, true,
                         opts->dst_command ? 1 : useful_connections (opts, *src),

@@ -58,6 +58,16 @@ failed (void)
   return -1;
 }
 
+/* Keep the server's first fault on C, for the messages of the requests
+ * that fail because of it.
+ */
+static void
+conn_note_fault (struct conn *c, const char *why)
+{
+  if (!c->fault[0])
+    snprintf (c->fault, sizeof c->fault, "%s", why ? why : "unknown error");
+}
+
 /* Whether FD can be read from now (data, end of file or an error), as
  * opposed to when some earlier wake-up said so.
  */
@@ -103,7 +113,8 @@ conn_read (struct conn *c)
   /* A failure here means the connection died; libnbd then fails every
      command in flight through its completion callback, which is how the
      engine hears of it. */
-  nbd_aio_notify_read (h);
+  if (nbd_aio_notify_read (h) == -1)
+    conn_note_fault (c, nbd_get_error ());
   /* A finished reply leaves the handle READY. */
   c->more = commands_done != before;
   c->parked = !c->more && was_ready && nbd_aio_is_processing (h) == 1;
@@ -116,13 +127,143 @@ conn_unpark (struct conn *c)
     conn_read (c);
 }
 
+/* A read's reply must cover its request exactly once: no gap, no
+ * overlap, nothing outside it (the protocol says so, and libnbd leaves
+ * the check to its caller).  Its chunks are recorded as they arrive in
+ * the op's struct read_cover.  Servers send them in order (nbdkit and
+ * qemu-nbd do, and a simple reply is one chunk), so a chunk that starts
+ * where the covered prefix ends only moves the prefix on; a chunk from
+ * further on is kept as a span, merged with its neighbours, and joins
+ * the prefix once the gap before it is filled.  With READ_COVER_SPANS
+ * separate spans already kept, one more cannot be checked: the read
+ * fails (COVER_SCATTERED), as a failed read, rather than take data
+ * whose coverage was not proved.
+ */
+enum { COVER_OK, COVER_OUTSIDE, COVER_OVERLAP, COVER_SCATTERED };
+
+/* Add [START, END) (offsets in the request) to COVER; the fault, if any. */
+static int
+cover_add (struct read_cover *cover, uint32_t start, uint32_t end)
+{
+  unsigned i, n = cover->nspans;
+
+  if (start < cover->prefix)
+    return COVER_OVERLAP;
+  for (i = 0; i < n && cover->spans[i].end <= start; i++)
+    ;
+  /* spans[i] is the first span that ends after START. */
+  if (i < n && cover->spans[i].start < end)
+    return COVER_OVERLAP;
+  if (start == cover->prefix) {
+    cover->prefix = end;
+    /* Spans now touching the prefix join it (only the first can). */
+    if (n > 0 && cover->spans[0].start == end) {
+      cover->prefix = cover->spans[0].end;
+      memmove (&cover->spans[0], &cover->spans[1],
+               (n - 1) * sizeof cover->spans[0]);
+      cover->nspans--;
+    }
+    return COVER_OK;
+  }
+  if (i > 0 && cover->spans[i - 1].end == start) {
+    cover->spans[i - 1].end = end;
+    if (i < n && cover->spans[i].start == end) {
+      cover->spans[i - 1].end = cover->spans[i].end;
+      memmove (&cover->spans[i], &cover->spans[i + 1],
+               (n - i - 1) * sizeof cover->spans[0]);
+      cover->nspans--;
+    }
+    return COVER_OK;
+  }
+  if (i < n && cover->spans[i].start == end) {
+    cover->spans[i].start = start;
+    return COVER_OK;
+  }
+  if (n == READ_COVER_SPANS)
+    return COVER_SCATTERED;
+  memmove (&cover->spans[i + 1], &cover->spans[i],
+           (n - i) * sizeof cover->spans[0]);
+  cover->spans[i].start = start;
+  cover->spans[i].end = end;
+  cover->nspans++;
+  return COVER_OK;
+}
+
+/* libnbd's chunk callback of a read: record what the chunk covers. */
+static int
+read_chunk (void *user_data, const void *subbuf, size_t count, uint64_t offset,
+            unsigned status, int *error)
+{
+  struct op_io *io = op_io (user_data);
+  struct read_cover *cover = &io->cover;
+
+  /* An error chunk fails the read by itself; an empty one covers
+     nothing. */
+  if ((status != LIBNBD_READ_DATA && status != LIBNBD_READ_HOLE) || count == 0
+      || cover->fault)
+    return 0;
+  if (offset < io->offset || offset - io->offset > io->len
+      || count > io->len - (offset - io->offset))
+    cover->fault = COVER_OUTSIDE;
+  else
+    cover->fault
+        = cover_add (cover, offset - io->offset, offset - io->offset + count);
+  return 0;
+}
+
+/* libnbd's completion callback of a read: a reply that did not cover
+ * the request exactly once fails it, and the connection is cut, since
+ * the server broke the protocol on it (the lane may then reconnect,
+ * with --retry, and read again).
+ */
+static int
+read_done (void *user_data, int *error)
+{
+  struct op_io *io = op_io (user_data);
+  struct read_cover *cover = &io->cover;
+  char why[128];
+
+  if (*error == 0 && (cover->fault || cover->prefix != io->len)) {
+    if (cover->fault == COVER_OVERLAP)
+      snprintf (why, sizeof why, "server's reply had overlapping chunks");
+    else if (cover->fault == COVER_OUTSIDE)
+      snprintf (why, sizeof why,
+                "server's reply had a chunk outside the request");
+    else if (cover->fault == COVER_SCATTERED)
+      snprintf (why, sizeof why,
+                "server's reply came in more than %d pieces out of order",
+                READ_COVER_SPANS);
+    else {
+      uint64_t covered = cover->prefix;
+      for (unsigned i = 0; i < cover->nspans; i++)
+        covered += cover->spans[i].end - cover->spans[i].start;
+      snprintf (why, sizeof why,
+                "server's reply covered %" PRIu64 " of %" PRIu64 " bytes",
+                covered, io->len);
+    }
+    conn_note_fault (io->conn, why);
+    nbd_ep_abort (io->conn);
+    *error = EPROTO;
+  }
+  return command_done (user_data, error);
+}
+
 static int
 nbd_ep_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
              struct op *op)
 {
+  struct op_io *io = op_io (op);
+  nbd_chunk_callback chunk = { .callback = read_chunk, .user_data = op };
+  nbd_completion_callback done = { .callback = read_done, .user_data = op };
+
+  io->conn = c;
+  io->offset = offset;
+  io->len = len;
+  io->cover = (struct read_cover){ 0 };
   conn_unpark (c);
-  return nbd_aio_pread (c->h, buf, len, offset, DONE (op), 0) == -1 ? failed ()
-                                                                    : 0;
+  return nbd_aio_pread_structured (c->h, buf, len, offset, chunk, done, 0) == -1
+             ? failed ()
+             : 0;
 }
 
 static int
@@ -261,8 +402,9 @@ nbd_socket_ready (struct ring_event *ev, int res)
   if (p == &c->in && (dir & LIBNBD_AIO_DIRECTION_READ)) {
     conn_read (c);
   }
-  else if (p == &c->out && (dir & LIBNBD_AIO_DIRECTION_WRITE))
-    nbd_aio_notify_write (c->h);
+  else if (p == &c->out && (dir & LIBNBD_AIO_DIRECTION_WRITE)
+           && nbd_aio_notify_write (c->h) == -1)
+    conn_note_fault (c, nbd_get_error ());
 }
 
 /* After a read that finished a reply, read on: while replies come
@@ -318,7 +460,16 @@ nbd_ep_abort (struct conn *c)
 static bool
 nbd_ep_broken (struct conn *c)
 {
-  return nbd_aio_is_dead (c->h) == 1 || nbd_aio_is_closed (c->h) == 1;
+  /* A fault of the server's has cut the connection, even if libnbd has
+     not read the end of it yet. */
+  return c->fault[0] || nbd_aio_is_dead (c->h) == 1
+         || nbd_aio_is_closed (c->h) == 1;
+}
+
+static const char *
+nbd_ep_fault (struct conn *c)
+{
+  return c->fault[0] ? c->fault : NULL;
 }
 
 const struct endpoint_ops nbd_endpoint_ops = {
@@ -332,6 +483,7 @@ const struct endpoint_ops nbd_endpoint_ops = {
   .flush = nbd_ep_flush,
   .abort = nbd_ep_abort,
   .broken = nbd_ep_broken,
+  .fault = nbd_ep_fault,
   .reconnect = nbd_ep_reconnect,
   .arm = nbd_ep_arm,
   .detach = nbd_ep_detach,

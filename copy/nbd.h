@@ -34,6 +34,12 @@ struct conn {
   bool parked;
   /* Guards fd against a reconnect (worker) racing an abort (main). */
   pthread_mutex_t fd_lock;
+  /* The server's first fault on this connection (see ops->fault), or
+     "": libnbd's error when it gave the connection up (its reason lives
+     only in the thread's error, which the next call replaces), or a read
+     reply that did not cover its request.  Written and read by the
+     worker; cleared by a reconnect. */
+  char fault[256];
 };
 
 /* What a reconnect needs to know of the options (in ep->priv). */

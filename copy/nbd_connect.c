@@ -6,16 +6,22 @@
  */
 #include <config.h>
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <libnbd.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "dirty_bitmap.h"
 #include "endpoint.h"
@@ -28,6 +34,143 @@
 /* The least send buffer asked of a Unix socket: two default requests
    (which is where the 1 MiB default of an earlier version left it). */
 #define SEND_BUFFER_MIN (1024 * 1024)
+
+/* TCP keep-alive (see keep_alive): a dead peer is noticed after
+   KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT seconds. */
+#define KEEPALIVE_IDLE_S 60
+#define KEEPALIVE_INTERVAL_S 10
+#define KEEPALIVE_COUNT 6
+
+/* Copies the text from P up to the first of STOP (or the end) into
+ * OUT (SIZE bytes, cut if longer), percent-decoded.  Returns where it
+ * stopped.
+ */
+static const char *
+uri_decode (const char *p, const char *stop, char *out, size_t size)
+{
+  size_t n = 0;
+
+  for (; *p && !strchr (stop, *p); p++) {
+    char c = *p;
+    if (c == '%' && isxdigit ((unsigned char) p[1])
+        && isxdigit ((unsigned char) p[2])) {
+      char hex[3] = { p[1], p[2], '\0' };
+      c = (char) strtol (hex, NULL, 16);
+      p += 2;
+    }
+    if (n + 1 < size)
+      out[n++] = c;
+  }
+  out[n] = '\0';
+  return p;
+}
+
+/* The value of the query parameter NAME in URI, percent-decoded, in
+ * VALUE (SIZE bytes, cut if longer).  Returns whether the parameter is
+ * there.
+ */
+static bool
+uri_query (const char *uri, const char *name, char *value, size_t size)
+{
+  const char *p = strchr (uri, '?');
+  char key[64];
+
+  while (p && *p) {
+    p = uri_decode (p + 1, "=&#", key, sizeof key);
+    value[0] = '\0';
+    if (*p == '=')
+      p = uri_decode (p + 1, "&#", value, size);
+    if (strcmp (key, name) == 0)
+      return true;
+    if (*p == '#')
+      break;
+  }
+  return false;
+}
+
+/* URI asks for TLS with X.509 certificates (nbds+, without a pre-shared
+ * key) over a transport that has no host name to check the server's
+ * certificate against: a Unix socket or vsock.
+ */
+static bool
+x509_without_host_name (const char *uri)
+{
+  char psk[8];
+
+  /* Only well-formed ones: libnbd's own message is better for others. */
+  return (strncasecmp (uri, "nbds+unix://", 12) == 0
+          || strncasecmp (uri, "nbds+vsock://", 13) == 0)
+         && !uri_query (uri, "tls-psk-file", psk, sizeof psk);
+}
+
+/* URI says tls-verify-peer=false (or 0, no, off): its user asked not to
+ * have the server's certificate checked.  libnbd 1.14 does not read the
+ * parameter; nbdcp applies it itself (handle_create).
+ */
+static bool
+verify_peer_off (const char *uri)
+{
+  char v[8];
+
+  return uri_query (uri, "tls-verify-peer", v, sizeof v)
+         && (strcasecmp (v, "false") == 0 || strcmp (v, "0") == 0
+             || strcasecmp (v, "no") == 0 || strcasecmp (v, "off") == 0);
+}
+
+/* libnbd checks a server's certificate against a host name, and a Unix
+ * socket or vsock has none: libnbd 1.14 then accepts a certificate
+ * signed by any CA.  Without nbd_set_tls_hostname, which lets nbdcp
+ * name the host to check, such a copy is refused before anything is
+ * sent, unless the URI turns checking off.
+ */
+static int
+check_peer_verifiable (const struct endpoint *ep)
+{
+#ifndef HAVE_NBD_SET_TLS_HOSTNAME
+  if (!ep->command && x509_without_host_name (ep->spec)
+      && !verify_peer_off (ep->spec)) {
+    error_set ("%s: libnbd %s cannot verify a server's X.509 certificate "
+               "over a Unix socket or vsock (it checks certificates only "
+               "against a host name): connect over TCP with a host name "
+               "(nbds://HOST/...), use a pre-shared key (tls-psk-file=), "
+               "or use nbdcp built with a newer libnbd (one with "
+               "nbd_set_tls_hostname); tls-verify-peer=false in the URI "
+               "accepts any certificate",
+               ep->spec, LIBNBD_PKG_VERSION);
+    return -1;
+  }
+#endif
+  return 0;
+}
+
+#ifdef HAVE_NBD_SET_TLS_HOSTNAME
+/* The host name a certificate is checked against over a Unix socket or
+ * vsock: an nbds+unix URI's host part (nbds+unix://alice@HOST/?socket=),
+ * otherwise localhost (a vsock URI's host is a CID).  A tls-hostname=
+ * in the URI, where libnbd reads one, wins: it is read after this.
+ */
+static const char *
+tls_host_name (const char *uri, char *name, size_t size)
+{
+  const char *p = strstr (uri, "://");
+  size_t len;
+
+  if (strncasecmp (uri, "nbds+unix://", 12) != 0 || !p)
+    return "localhost";
+  p += 3;
+  len = strcspn (p, "/?#");
+  if (memchr (p, '@', len)) {
+    const char *at = memchr (p, '@', len);
+    len -= at + 1 - p;
+    p = at + 1;
+  }
+  if (len == 0 || len >= size)
+    return "localhost";
+  memcpy (name, p, len);
+  name[len] = '\0';
+  return name;
+}
+#endif
 
 /* libnbd's debug messages, first line only: the rest of a message is a
  * hex dump of the data, which would bury everything else.
@@ -53,6 +196,10 @@ handle_create (const struct endpoint *ep, const struct options *opts,
   struct nbd_handle *h = nbd_create ();
   nbd_debug_callback debug = { .callback = print_debug };
   char context[BITMAP_CONTEXT_MAX];
+  bool uri = !ep->command;
+#ifdef HAVE_NBD_SET_TLS_HOSTNAME
+  char host[256];
+#endif
 
   if (!h)
     return NULL;
@@ -65,6 +212,14 @@ handle_create (const struct endpoint *ep, const struct options *opts,
       || nbd_set_pread_initialize (h, false) == -1
       /* Let URIs name a TLS key file (tls-psk-file=). */
       || nbd_set_uri_allow_local_file (h, true) == -1
+      || (uri && verify_peer_off (ep->spec)
+          && nbd_set_tls_verify_peer (h, false) == -1)
+#ifdef HAVE_NBD_SET_TLS_HOSTNAME
+      || (uri && x509_without_host_name (ep->spec)
+          && nbd_set_tls_hostname (h,
+                                   tls_host_name (ep->spec, host, sizeof host))
+                 == -1)
+#endif
       || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
       || (bitmap && nbd_add_meta_context (h, context) == -1)
       || (opt_mode && nbd_set_opt_mode (h, true) == -1)
@@ -105,6 +260,38 @@ enlarge_send_buffer (int fd, uint32_t request_size)
     setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
   getsockopt (fd, SOL_SOCKET, SO_SNDBUF, &got, &got_len);
   return got;
+}
+
+/* TCP keep-alive, so that a peer that vanished without a FIN or a reset
+ * (a crashed host, a dropped NAT entry) fails the connection instead of
+ * leaving a request waiting for ever: after a minute of silence, a
+ * probe every 10 s, and the connection is given up after 6 unanswered
+ * ones, two minutes in all.  TCP_USER_TIMEOUT gives data that is sent
+ * and never acknowledged the same two minutes (keep-alive probes are
+ * only sent on an idle connection).  qemu's NBD client does the same.
+ * --timeout, when given, still decides sooner.  Unix sockets and vsock
+ * are left alone.  Best effort: a kernel that refuses an option only
+ * keeps its default.
+ */
+static void
+keep_alive (int fd)
+{
+  struct sockaddr_storage addr;
+  socklen_t addr_len = sizeof addr;
+  int on = 1, idle = KEEPALIVE_IDLE_S, interval = KEEPALIVE_INTERVAL_S;
+  int count = KEEPALIVE_COUNT;
+  unsigned user_timeout
+      = (KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT) * 1000;
+
+  if (getsockname (fd, (struct sockaddr *) &addr, &addr_len) == -1
+      || (addr.ss_family != AF_INET && addr.ss_family != AF_INET6))
+    return;
+  setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt (fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt (fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt (fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  setsockopt (fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
+              sizeof user_timeout);
 }
 
 static void
@@ -159,7 +346,8 @@ start_handshakes (struct nbd_handle **h, unsigned from, unsigned to,
  */
 static unsigned
 connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
-             unsigned want, const struct options *opts, const char *bitmap)
+             unsigned want, const struct options *opts, const char *bitmap,
+             bool *retryable)
 {
   unsigned ready;
   int64_t start = now_ms ();
@@ -175,6 +363,7 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
 
   /* A connection that fails at once (qemu-nbd's listen queue can be
      full when it takes one client) is only fatal if none works. */
+  *retryable = true;
   if (start_handshakes (h, 0, first, ep, opts, bitmap, why, sizeof why) == 0) {
     error_set ("%s: %s", ep->spec, why);
     return 0;
@@ -186,6 +375,10 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
       && (!h[0] || nbd_negotiate_bitmap (h[0], ep, bitmap, opts) == -1)) {
     if (!h[0])
       error_set ("%s: %s", ep->spec, why);
+    /* A server that answered (no such bitmap, no such export) would
+       answer the same again; a connection that broke may not. */
+    else if (nbd_aio_is_negotiating (h[0]) == 1 || nbd_aio_is_ready (h[0]) == 1)
+      *retryable = false;
     for (unsigned i = 0; i < first; i++)
       if (h[i]) {
         nbd_close (h[i]);
@@ -256,6 +449,7 @@ adopt_connections (struct endpoint *ep, struct nbd_handle **h, unsigned ready,
     c->h = h[i];
     c->fd = nbd_aio_get_fd (h[i]);
     int send_buffer = enlarge_send_buffer (c->fd, opts->request_size);
+    keep_alive (c->fd);
     if (opts->verbose && n == 0 && send_buffer > 0)
       fprintf (stderr, "nbdcp: %s: socket send buffer %d KiB\n", ep->spec,
                send_buffer / 1024);
@@ -286,6 +480,49 @@ fail:
   return -1;
 }
 
+/* The first connections failed (error_get() says why) on attempt
+ * ATTEMPT (0 for the first): with --retry attempts left, say so and
+ * wait as a lane waits before reconnecting (lane_recover.c), and return
+ * 0 to try again; otherwise, or when a signal comes during the wait,
+ * return -1 with the reason, saying whether it was retried.
+ */
+static int
+wait_to_retry (const struct endpoint *ep, const struct options *opts,
+               unsigned attempt)
+{
+  char why[512];
+  int64_t delay, until;
+
+  snprintf (why, sizeof why, "%s", error_get ());
+  if (attempt >= opts->retry) {
+    if (opts->retry == 0)
+      error_set ("%s (not retried; see --retry)", why);
+    else
+      error_set ("%s (gave up after %u %s)", why, opts->retry,
+                 opts->retry == 1 ? "retry" : "retries");
+    return -1;
+  }
+  delay = backoff_ms (opts->retry_delay_ms, attempt, RETRY_DELAY_MAX_MS);
+  fprintf (stderr, "nbdcp: %s; connecting again in %.1f s (retry %u of %u)\n",
+           why, delay / 1000.0, attempt + 1, opts->retry);
+  /* Sleep in slices, so that a signal ends the wait at once. */
+  until = now_ms () + delay;
+  for (int64_t left = delay; left > 0; left = until - now_ms ()) {
+    if (*ep->interrupted) {
+      error_set ("%s: interrupted while waiting to connect again", ep->spec);
+      return -1;
+    }
+    struct timespec slice = { .tv_nsec = MIN (left, (int64_t) 100) * 1000000 };
+    nanosleep (&slice, NULL);
+  }
+  return 0;
+}
+
+/* With --retry, first connections that are refused or broken in their
+ * handshake (a server being restarted) are tried again with the back-off
+ * of later reconnections; a [ CMD ] subprocess, a server's answer (no
+ * such export or bitmap) and a signal are not.
+ */
 int
 nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
              const struct options *opts)
@@ -299,9 +536,22 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
     error_set ("out of memory");
     return -1;
   }
-  unsigned ready = connect_all (h, ep, writable, want, opts, bitmap);
-  if (ready > 0)
-    r = adopt_connections (ep, h, ready, opts, bitmap);
+  if (check_peer_verifiable (ep) == -1) {
+    free (h);
+    return -1;
+  }
+  for (unsigned attempt = 0;; attempt++) {
+    bool retryable;
+    unsigned ready
+        = connect_all (h, ep, writable, want, opts, bitmap, &retryable);
+    if (ready > 0) {
+      r = adopt_connections (ep, h, ready, opts, bitmap);
+      break;
+    }
+    if (!retryable || ep->command || *ep->interrupted
+        || wait_to_retry (ep, opts, attempt) == -1)
+      break;
+  }
   free (h);
   return r;
 }
@@ -338,11 +588,13 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
     return -1;
   }
   enlarge_send_buffer (nbd_aio_get_fd (h), ne->opts->request_size);
+  keep_alive (nbd_aio_get_fd (h));
   pthread_mutex_lock (&c->fd_lock);
   old = c->h;
   c->h = h;
   c->fd = nbd_aio_get_fd (h);
   c->more = c->parked = false;
+  c->fault[0] = '\0';
   pthread_mutex_unlock (&c->fd_lock);
   nbd_close (old);
   return 0;

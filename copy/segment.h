@@ -9,6 +9,17 @@
 
 #define SEGMENT_SIZE ((uint64_t) 128 * 1024 * 1024)
 
+/* The largest source nbdcp copies: 128 TiB, twice the largest virtual
+ * disk of the common hypervisors and clouds (64 TiB).  Its bookkeeping
+ * per segment (8192 segments a TiB) is allocated before the copy: 9 MiB
+ * at this size (job.c's accounting, 8 bytes a segment; --resume's
+ * journal, 1), and with --blkhash up to 320 MiB more (a digest of up to
+ * 64 bytes and 256 bytes of read map a segment), twice with --verify.
+ * A larger source (a server claiming 2^63-1 bytes, say) is refused
+ * before anything is allocated for it (main.c).
+ */
+#define MAX_COPY_SIZE ((uint64_t) 128 * 1024 * 1024 * 1024 * 1024)
+
 /* Segments in a disk of SIZE bytes. */
 static inline uint64_t
 segment_count (uint64_t size)

@@ -10,6 +10,7 @@ set -o pipefail
 : "${NBDKIT:=nbdkit}"
 : "${QEMU_NBD:=qemu-nbd}"
 : "${QEMU_IMG:=qemu-img}"
+: "${PYTHON:=python3}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nbdcp-test.XXXXXX")
 _pids=()
@@ -106,12 +107,95 @@ start_nbdkit ()
   wait_for_socket "$tmp/$name.sock"
 }
 
+# nbdkit_on_port NAME PORT ARGS...: nbdkit on 127.0.0.1:PORT, killed
+# when the test ends, its stderr in $tmp/NAME.err.  Returns once it
+# listens (it writes its pidfile then), or 1 if it exited (the port is
+# taken).
+nbdkit_on_port ()
+{
+  local name=$1 port=$2 j
+  shift 2
+  rm -f "$tmp/$name.pid"
+  "$NBDKIT" -f --exit-with-parent -i 127.0.0.1 -p "$port" \
+    -P "$tmp/$name.pid" "$@" 2>>"$tmp/$name.err" &
+  _pids+=($!)
+  for j in $(seq 1 600); do
+    [ -s "$tmp/$name.pid" ] && return 0
+    kill -0 "${_pids[-1]}" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  fail "nbdkit $name did not start on port $port"
+}
+
+# start_nbdkit_tcp NAME ARGS...: nbdkit on a free TCP port of
+# 127.0.0.1 (ports are tried at random until one is free); the port is
+# in port_NAME.
+start_nbdkit_tcp ()
+{
+  local name=$1 port i
+  shift
+  for i in $(seq 1 20); do
+    port=$((20000 + RANDOM % 20000))
+    if nbdkit_on_port "$name" $port "$@"; then
+      eval "port_$name=$port"
+      return 0
+    fi
+  done
+  tail -5 "$tmp/$name.err" >&2
+  fail "cannot start nbdkit $name on a TCP port"
+}
+
+# start_fault_proxy NAME UPSTREAM [--fault N:DIR:ACTION:BYTES]...:
+# tests/fault-proxy.py on $tmp/NAME.sock, forwarding to UPSTREAM
+# (unix:PATH or tcp:HOST:PORT) and breaking the connections the faults
+# name; killed when the test ends, its log in $tmp/NAME.log.  Returns
+# once it listens.
+start_fault_proxy ()
+{
+  local name=$1 upstream=$2
+  shift 2
+  requires python3
+  python3 "${srcdir:-.}/tests/fault-proxy.py" --listen "unix:$tmp/$name.sock" \
+    --upstream "$upstream" --log "$tmp/$name.log" "$@" \
+    2>>"$tmp/$name.err" &
+  _pids+=($!)
+  wait_for_line "$tmp/$name.log" '^listening on ' 30 ||
+    { cat "$tmp/$name.err" >&2; fail "fault proxy $name did not start"; }
+}
+
+# wait_for_line FILE PATTERN SECONDS: wait until a line of FILE matches
+# the extended regular expression PATTERN; 1 if none did in time.
+wait_for_line ()
+{
+  local i
+  for i in $(seq 1 $(($3 * 20))); do
+    grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 # start_qemu_nbd NAME ARGS...: the same for qemu-nbd.
 start_qemu_nbd ()
 {
   local name=$1
   shift
   "$QEMU_NBD" -k "$tmp/$name.sock" "$@" 2>>"$tmp/$name.err" &
+  _pids+=($!)
+  wait_for_socket "$tmp/$name.sock"
+}
+
+# start_bad_server NAME MODE [ARGS...]: tests/bad-nbd-server.py, an NBD
+# server that breaks the protocol in the way MODE says (see
+# tests/README.md), on $tmp/NAME.sock, killed at exit (it also dies
+# with this shell); its stderr goes to $tmp/NAME.err.  ARGS: --size=N,
+# --file=PATH, --delay=SECONDS.  Needs python3 (requires "$PYTHON").
+start_bad_server ()
+{
+  local name=$1 mode=$2
+  shift 2
+  "$PYTHON" "${srcdir:-.}/tests/bad-nbd-server.py" --mode="$mode" "$@" \
+    "$tmp/$name.sock" 2>>"$tmp/$name.err" &
   _pids+=($!)
   wait_for_socket "$tmp/$name.sock"
 }

@@ -128,10 +128,10 @@ t 1 '^nbdcp: foo:bar: No such file or directory$' foo:bar null:
 t 1 '^nbdcp: http://x/: unknown URI scheme' http://x/ null:
 t 1 "^nbdcp: nbd:foo: .*URI must begin with 'nbd://'" nbd:foo null:
 t 1 "^nbdcp: nbds\\+vsock:1: .*URI must begin with 'nbds\\+vsock://'" nbds+vsock:1 null:
-t 1 '^nbdcp: nbd\+unix:///\?socket=.*/nonexistent\.sock: .*No such file or directory$' \
+t 1 '^nbdcp: nbd\+unix:///\?socket=.*/nonexistent\.sock: .*No such file or directory \(not retried; see --retry\)$' \
   "nbd+unix:///?socket=$tmp/nonexistent.sock" null:
-t 1 '^nbdcp: nbd://127\.0\.0\.1:1/: .*Connection refused$' nbd://127.0.0.1:1/ null:
-t 1 '^nbdcp: nbds://127\.0\.0\.1:1/: .*Connection refused$' nbds://127.0.0.1:1/ null:
+t 1 '^nbdcp: nbd://127\.0\.0\.1:1/: .*Connection refused \(not retried; see --retry\)$' nbd://127.0.0.1:1/ null:
+t 1 '^nbdcp: nbds://127\.0\.0\.1:1/: .*Connection refused \(not retried; see --retry\)$' nbds://127.0.0.1:1/ null:
 # A socket path that is a directory, not a socket.
 t 1 '^nbdcp: nbd\+unix:///\?socket=[^ ]*: .*connect: .+' \
   "$src" "nbd+unix:///?socket=$tmp"
@@ -153,6 +153,10 @@ fi
 
 # --- TLS ---
 t 1 '^nbdcp: nbds\+unix://.*: .*server refused TLS' \
+  "nbds+unix:///?socket=$tmp/src.sock&tls-verify-peer=false" null:
+# X.509 over a Unix socket: refused before connecting where libnbd
+# cannot check the certificate there (test-tls-unix-verify.sh).
+t 1 '^nbdcp: nbds\+unix://.*: .*(cannot verify.*tls-psk-file=|server refused TLS)' \
   "nbds+unix:///?socket=$tmp/src.sock" null:
 if command -v psktool >/dev/null; then
   psktool -u alice -p "$tmp/keys.psk" >/dev/null

@@ -37,7 +37,7 @@ count ()
       function n(s) { gsub (/,/, "", s); return s + 0 }
       { gsub (/\([^)]*\)/, "") }
       / PROGRAM TOTALS$/ { total = n($4) }
-      /:nbd_aio_(pread|pwrite|zero|block_status|flush|notify_read|notify_write)$/ {
+      /:nbd_aio_(pread|pread_structured|pwrite|zero|block_status|flush|notify_read|notify_write)$/ {
         libnbd += n($4)
       }
       END {
