@@ -153,9 +153,9 @@ mutation flush-too-early copy/lane.c \
 '  if (l->state != LANE_COPYING || !(stopped || nothing_left))'
 
 mutation skip-hole-zeroing copy/lane.c \
-'  if (l->set->destination_is_zero) {
+'  if (already_zero) {
     if (job->hash)' \
-'  if (l->set->destination_is_zero || !l->set->allocated) {
+'  if (already_zero || !l->set->allocated) {
     if (job->hash)'
 
 mutation wrong-buffer-offset copy/lane.c \
@@ -448,6 +448,17 @@ mutation huge-pool-rounded-down copy/pool.c \
     pool->count = bytes / HUGE_PAGE * HUGE_PAGE / size;
   }' \
 "a pool that is not a multiple of 2 MiB loses its last buffers' slots: fewer buffers than the lane counts on"
+
+mutation dest-zero-trusts-data copy/lane_dest_zero.c \
+'  *reads_zero = e && e->zero;' \
+'  *reads_zero = e != NULL;' \
+"a destination's data taken to read as zero: old data left under the source's holes"
+
+mutation dest-zero-buffer-unchecked copy/lane.c \
+'  b->dest_zero = l->set->ask_destination_zero
+                 && lane_dest_zero_covers (l, e->offset, len);' \
+'  b->dest_zero = l->set->ask_destination_zero;' \
+"zero blocks inside data skipped whatever the destination holds there"
 
 mutation progress-stuck-at-zero copy/job.c \
 '  *done = all - MIN (clean, all);

@@ -144,6 +144,8 @@ def draw_options(rng, dst_kind, dst_fresh, src_stream):
     if rng.random() < 0.15:
         opts.append("--no-extents")
     if rng.random() < 0.15:
+        opts.append("--no-destination-extents")
+    if rng.random() < 0.15:
         opts.append("--synchronous")
     if rng.random() < 0.3:
         algo = rng.choice(["md5", "sha1", "sha256", "sha512"])
