@@ -286,7 +286,8 @@ worker_run (void *arg)
       }
     }
     worker_wait (w, l->hash_wait && !job_stopped (job),
-                 l->state == LANE_RETRY_WAIT ? l->retry_at_ms : 0);
+                 l->state == LANE_RETRY_WAIT ? l->retry_at_ms
+                                             : l->rate_wait_ms);
     if (atomic_load (&job->abort) && !w->stall_noted)
       worker_note_stall (w);
   }
@@ -625,6 +626,7 @@ engine_run (const struct engine_params *p)
   pthread_mutex_init (&e.job.lock, NULL);
   pthread_cond_init (&e.job.workers_changed, NULL);
   zero_run_init (&e.job.zero_run);
+  rate_init (&e.job.rate, set->rate);
   window_init (&e.job.window, set->lanes, lane_buffers (set),
                set->adaptive_window);
   if (engine_setup (&e, set) == 0) {

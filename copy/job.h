@@ -20,6 +20,7 @@
 #include "journal.h"
 #include "op.h"
 #include "segment.h"
+#include "rate.h"
 #include "window.h"
 #include "settings.h"
 #include "zero_run.h"
@@ -45,6 +46,7 @@ struct job {
      not reported complete. */
   uint64_t *segment_done;
   struct window window;     /* buffers in flight per lane */
+  struct rate_limit rate;   /* --rate, shared by the lanes */
   struct zero_run zero_run; /* of the source, learnt past segments */
   atomic_bool stop;
   atomic_bool abort; /* in-flight requests must be cut off */

@@ -232,6 +232,15 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
     return 1;
   if (l->queued_bytes > 0 && l->queued_bytes + len > l->set->queue_size)
     return 1;
+  if (l->pool.nfree == 0)
+    return 1;
+  if (job->rate.bytes_per_second) {
+    uint64_t at = rate_take (&job->rate, len, now_ns ());
+    if (at) {
+      l->rate_wait_ms = at / 1000000 + 1;
+      return 1;
+    }
+  }
   index = pool_get (&l->pool);
   if (index < 0)
     return 1;
@@ -305,6 +314,7 @@ lane_flush (struct lane *l, enum lane_state next)
 void
 lane_issue (struct lane *l)
 {
+  l->rate_wait_ms = 0;
   while (l->state == LANE_COPYING && !job_stopped (l->job) && !l->broken) {
     struct extent *e;
     int r;

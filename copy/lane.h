@@ -82,6 +82,8 @@ struct lane {
   struct op dest_zero_op;
   bool dest_zero_wanted, dest_zero_busy;
 
+  int64_t rate_wait_ms; /* --rate holds the next read until then, or 0 */
+
   uint64_t pos; /* next byte to issue */
   uint64_t segment_end;
   bool no_more_segments;

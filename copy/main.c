@@ -449,6 +449,7 @@ print_stats (const struct options *opts, const struct settings *set,
     .elapsed = elapsed,
     .ok = ok,
     .bitmap = set->bitmap,
+    .rate = set->rate,
   };
 
   stats_print (stats, &ctx, opts->stats_json);

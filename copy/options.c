@@ -37,6 +37,7 @@ enum {
   SYNCHRONOUS_OPTION,
   STATS_OPTION,
   TIMEOUT_OPTION,
+  RATE_OPTION,
   VERIFY_OPTION,
   RETRY_OPTION,
   RETRY_DELAY_OPTION,
@@ -75,6 +76,7 @@ static const struct option long_options[] = {
   { "synchronous", no_argument, NULL, SYNCHRONOUS_OPTION },
   { "stats", optional_argument, NULL, STATS_OPTION },
   { "timeout", required_argument, NULL, TIMEOUT_OPTION },
+  { "rate", required_argument, NULL, RATE_OPTION },
   { "threads", required_argument, NULL, 'T' },
   { "verbose", no_argument, NULL, 'v' },
   { "verify", optional_argument, NULL, VERIFY_OPTION },
@@ -149,6 +151,9 @@ print_help (void)
           "to FD\n"
           "      --timeout=SECONDS    fail if a busy connection gets no reply\n"
           "                           in that time\n"
+          "      --rate=SIZE          read at most SIZE bytes per second\n"
+          "                           from the source, all connections\n"
+          "                           together\n"
           "      --retry=N            reconnect a broken NBD connection up to "
           "N\n"
           "                           times in a row and copy again what was\n"
@@ -436,6 +441,12 @@ parse_value_option (int c, struct options *opts)
       return bad ("--retry-delay: '%s' is not a number of seconds from "
                   "0.01 to 86400",
                   optarg);
+    break;
+  case RATE_OPTION:
+    if (parse_size ("--rate", optarg, &opts->rate))
+      return -1;
+    if (opts->rate < 1024)
+      return bad ("--rate: %s is less than 1K bytes per second", optarg);
     break;
   case CHECKPOINT_OPTION:
     if (parse_size ("--checkpoint", optarg, &opts->checkpoint))

@@ -53,6 +53,7 @@ struct options {
   unsigned retry;           /* --retry: reconnects per broken connection */
   int64_t retry_delay_ms;   /* --retry-delay: the first wait, doubled
                                up to RETRY_DELAY_MAX_MS (lib/backoff.h) */
+  int64_t rate;             /* --rate: bytes per second, 0 = no limit */
   int64_t checkpoint;       /* --checkpoint: bytes between a lane's
                                flushes with --retry or --resume */
   const char *resume;       /* --resume=FILE, else NULL */

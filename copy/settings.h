@@ -40,6 +40,7 @@ struct settings {
   uint64_t checkpoint;    /* bytes between a lane's flushes, 0 = only
                              at the end (no --retry, no --resume) */
   int64_t timeout_ms;     /* --timeout, 0 = none */
+  uint64_t rate;          /* --rate: bytes read per second, 0 = no limit */
   const char *bitmap;     /* --bitmap NAME: copy only its dirty ranges */
   uint64_t dirty_bytes;   /* --bitmap: what will be copied (bitmap.c) */
   /* --verify's pass: the copy's hash of the source, whose record of

@@ -65,6 +65,10 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
              "after %u reconnection%s, not counted above)\n",
              human_size_format (s->redone_bytes, h, sizeof h), s->redone_bytes,
              s->retries, s->retries == 1 ? "" : "s");
+  if (ctx->rate)
+    fprintf (stderr, "  rate limit     %s/s (--rate; %s/s achieved)\n",
+             human_size_format (ctx->rate, a, sizeof a),
+             human_size_format (rate, b, sizeof b));
   if (ctx->bitmap)
     fprintf (stderr, "  dirty          %s (%" PRIu64 " bytes, bitmap %s)\n",
              human_size_format (dirty, k, sizeof k), dirty, ctx->bitmap);
@@ -105,6 +109,8 @@ print_json (const struct copy_stats *s, const struct stats_context *ctx)
            s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
            s->workers, ctx->elapsed,
            ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0.0);
+  if (ctx->rate)
+    fprintf (stderr, ", \"rate_limit\": %" PRIu64, ctx->rate);
   if (ctx->bitmap) {
     fprintf (stderr, ", \"bitmap\": ");
     print_json_string (ctx->bitmap);

@@ -43,6 +43,7 @@ struct stats_context {
   double elapsed;     /* seconds */
   bool ok;            /* the copy succeeded */
   const char *bitmap; /* --bitmap NAME, else NULL */
+  uint64_t rate;      /* --rate, bytes per second, or 0 */
 };
 
 void stats_print (const struct copy_stats *s, const struct stats_context *ctx,

@@ -29,6 +29,7 @@ tsan_tests="
   tests/test-limited-clients.sh
   tests/test-planted-symlinks.sh
   tests/test-progress-lines.sh
+  tests/test-rate.sh
   tests/test-resume-durable.sh
   tests/test-resume-journal-write.sh
   tests/test-resume.sh
