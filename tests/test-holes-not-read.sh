@@ -147,7 +147,9 @@ start_nbdkit sr -r --filter=log \
 start_nbdkit srdst --filter=log memory size=$size logfile="$tmp/srdst.log"
 sr=$(uri_of "$tmp/sr.sock")
 srdst=$(uri_of "$tmp/srdst.sock")
-run_nbdcp "$sr" "$srdst" || fail "sparse-random copy failed"
+# Every byte written or zeroed, even where the new disk reads as zero.
+run_nbdcp --no-destination-extents "$sr" "$srdst" ||
+  fail "sparse-random copy failed"
 cp "$tmp/sr.log" "$tmp/sr.copy.log"
 check_reads "$tmp/sr.copy.log" $size || fail "sparse-random: nbdcp read a hole"
 check_covered "$tmp/srdst.log" $size
