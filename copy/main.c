@@ -485,7 +485,8 @@ run_copy (const struct options *opts, struct settings *set,
   double start;
   int r;
 
-  progress_init (&progress, opts->progress, opts->progress_fd, src->size >= 0);
+  progress_init (&progress, opts->progress, opts->progress_fd,
+                 opts->progress_json_fd, src->size >= 0);
   start = now ();
   r = engine_run (&(struct engine_params){
       .set = set,
@@ -520,13 +521,15 @@ finish_copy (const struct options *opts, const struct settings *set,
              const char *hash, struct blkhash_file *blkhash_file)
 {
   struct copy_stats verify_stats;
+  struct progress progress;
 
   if (src->size < 0 && dst->ops->set_size
       && dst->ops->set_size (dst, stats->total_bytes) == -1)
     return -1;
+  progress_init_verify (&progress, opts->progress, opts->progress_json_fd);
   if (opts->verify
       && verify_destination (set, opts, dst, stats->total_bytes, source_hash,
-                             hash, &interrupt_signal, &verify_stats)
+                             hash, &interrupt_signal, &progress, &verify_stats)
              == -1)
     return -1;
   if (opts->blkhash && print_blkhash (blkhash_file, hash) == -1)
@@ -561,6 +564,7 @@ main (int argc, char **argv)
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
   int r, status = EXIT_FAILURE;
+  double started = now ();
 
   r = options_parse (argc, argv, &opts);
   if (r != 0)
@@ -636,6 +640,11 @@ out:
   blkhash_file_close (&blkhash_file);
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
+  progress_json_end (opts.progress_json_fd,
+                     interrupt_signal         ? "interrupted"
+                     : status == EXIT_SUCCESS ? "ok"
+                                              : "failed",
+                     now () - started);
   /* Interrupted: the shell's convention, 128 + the signal number. */
   return interrupt_signal ? 128 + interrupt_signal : status;
 }

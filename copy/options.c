@@ -37,6 +37,7 @@ enum {
   SYNCHRONOUS_OPTION,
   STATS_OPTION,
   TIMEOUT_OPTION,
+  PROGRESS_JSON_OPTION,
   RATE_OPTION,
   VERIFY_OPTION,
   RETRY_OPTION,
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
   { "no-destination-extents", no_argument, NULL,
     NO_DESTINATION_EXTENTS_OPTION },
   { "progress", optional_argument, NULL, 'p' },
+  { "progress-json", required_argument, NULL, PROGRESS_JSON_OPTION },
   { "queue-size", required_argument, NULL, QUEUE_SIZE_OPTION },
   { "request-size", required_argument, NULL, REQUEST_SIZE_OPTION },
   { "requests", required_argument, NULL, 'R' },
@@ -149,6 +151,8 @@ print_help (void)
           "O_DIRECT\n"
           "  -p, --progress[=FD]      show progress, or write 'N/100' lines "
           "to FD\n"
+          "      --progress-json=FD   one JSON object per line to FD for\n"
+          "                           programs: phase, bytes, rate, ETA\n"
           "      --timeout=SECONDS    fail if a busy connection gets no reply\n"
           "                           in that time\n"
           "      --rate=SIZE          read at most SIZE bytes per second\n"
@@ -576,6 +580,10 @@ parse_feature_option (int c, struct options *opts)
     if (optarg && parse_progress_fd (optarg, &opts->progress_fd) == -1)
       return bad ("--progress: '%s' is not a file descriptor", optarg);
     break;
+  case PROGRESS_JSON_OPTION:
+    if (parse_progress_fd (optarg, &opts->progress_json_fd) == -1)
+      return bad ("--progress-json: '%s' is not a file descriptor", optarg);
+    break;
   default:
     return NOT_MINE;
   }
@@ -598,6 +606,7 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     .extents = true,
     .destination_extents = true,
     .progress_fd = -1,
+    .progress_json_fd = -1,
     .blkhash_algo = BLKHASH_DEFAULT_ALGO,
     .blkhash_block = BLKHASH_DEFAULT_BLOCK,
     .retry_delay_ms = 1000,

@@ -38,6 +38,7 @@ struct options {
   bool direct;              /* --direct: O_DIRECT for local files */
   bool progress;            /* -p or --progress[=FD] */
   int progress_fd;          /* --progress=FD, else -1 */
+  int progress_json_fd;     /* --progress-json=FD, else -1 */
   bool verbose;             /* -v */
   int64_t timeout_ms;       /* --timeout, 0 = none */
   bool stats;               /* --stats[=json] */

@@ -5,6 +5,7 @@
  */
 #include <config.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -40,27 +41,97 @@ static const char *const spinner_chars[] = {
 /* Columns the bar takes: spinner, space, "NNN%", space, "[", bar, "]". */
 #define BAR_COLUMNS (1 + 1 + 4 + 1 + 1 + BAR_WIDTH + 1)
 
-void
-progress_init (struct progress *p, bool enabled, int fd, bool size_known)
+/* Best effort: a reader that went away must not stop the copy. */
+static void
+write_line (int fd, const char *line, int n)
 {
-  *p = (struct progress){
-    .enabled = enabled,
-    .unknown_size = !size_known,
-    .fd = fd,
-    .tty = fd == -1 && isatty (2),
-    .last_percent = -1,
-  };
-  p->start = p->rate_time = p->last_line = now ();
+  if (n > 0 && write (fd, line, n) != n) {
+  }
 }
 
 static void
 write_fd_line (struct progress *p, int percent)
 {
   char line[16];
-  int n = snprintf (line, sizeof line, "%d/100\n", percent);
-  /* Best effort: a reader that went away must not stop the copy. */
-  if (write (p->fd, line, n) != n) {
+
+  write_line (p->fd, line, snprintf (line, sizeof line, "%d/100\n", percent));
+}
+
+void
+progress_init (struct progress *p, bool enabled, int fd, int json_fd,
+               bool size_known)
+{
+  *p = (struct progress){
+    .enabled = enabled,
+    .json_fd = json_fd,
+    .json_phase = -1,
+    .unknown_size = !size_known,
+    .fd = fd,
+    .tty = fd == -1 && isatty (2),
+    .last_percent = -1,
+  };
+  p->start = p->rate_time = p->last_line = now ();
+  /* As nbdcopy: 0/100 before anything is copied. */
+  if (enabled && fd >= 0) {
+    write_fd_line (p, 0);
+    p->last_percent = 0;
   }
+}
+
+void
+progress_init_verify (struct progress *p, bool enabled, int json_fd)
+{
+  progress_init (p, enabled && isatty (2), -1, json_fd, true);
+  p->verifying = true;
+}
+
+static const char *const phase_names[] = {
+  [PROGRESS_COPY] = "copy",
+  [PROGRESS_FLUSH] = "flush",
+  [PROGRESS_VERIFY] = "verify",
+};
+
+/* --progress-json: a line for PHASE at T, if the phase changed or half
+   a second has passed.  ETA and total are null while not known. */
+static void
+write_json (struct progress *p, enum progress_phase phase, uint64_t done,
+            uint64_t total, double rate, double t)
+{
+  char line[320], eta[32] = "null", all[32] = "null";
+  int percent = total ? (int) ((double) done * 100 / total) : 100;
+
+  if ((int) phase == p->json_phase && t - p->json_time < 0.5)
+    return;
+  p->json_phase = phase;
+  p->json_time = t;
+  if (!p->unknown_size) {
+    snprintf (all, sizeof all, "%" PRIu64, total);
+    if (rate > 0 && done <= total)
+      snprintf (eta, sizeof eta, "%.1f", (total - done) / rate);
+  }
+  if (p->unknown_size || percent > 99)
+    percent = p->unknown_size ? 0 : 99; /* 100 only at the end */
+  write_line (p->json_fd, line,
+              snprintf (line, sizeof line,
+                        "{\"phase\": \"%s\", \"bytes_done\": %" PRIu64
+                        ", \"bytes_total\": %s, \"percent\": %d"
+                        ", \"bytes_per_second\": %.0f, \"eta_seconds\": %s"
+                        ", \"elapsed_seconds\": %.1f}\n",
+                        phase_names[phase], done, all, percent, rate, eta,
+                        t - p->start));
+}
+
+void
+progress_json_end (int json_fd, const char *status, double elapsed)
+{
+  char line[128];
+
+  if (json_fd >= 0)
+    write_line (json_fd, line,
+                snprintf (line, sizeof line,
+                          "{\"phase\": \"end\", \"status\": \"%s\""
+                          ", \"elapsed_seconds\": %.1f}\n",
+                          status, elapsed));
 }
 
 static void
@@ -113,7 +184,7 @@ terminal_columns (void)
    left, and left out if the line would not fit the terminal. */
 static void
 draw_bar (struct progress *p, int percent, uint64_t done, uint64_t total,
-          bool final)
+          enum progress_phase phase, bool final)
 {
   char bar[BAR_WIDTH + 1], suffix[64] = "", r[32], eta[32];
   const char *spin;
@@ -121,11 +192,9 @@ draw_bar (struct progress *p, int percent, uint64_t done, uint64_t total,
   int width;
   double rate;
 
-  /* Rounded up: any work done shows. */
-  double exact = total ? (double) done / total * BAR_WIDTH : 0;
-  stars = exact;
-  if (stars < exact)
-    stars++;
+  /* The percent shown, in columns (rounded): the bar and the number
+     agree. */
+  stars = (percent * BAR_WIDTH + 50) / 100;
   if (stars > BAR_WIDTH || final)
     stars = BAR_WIDTH;
   if (!final && stars == BAR_WIDTH)
@@ -146,15 +215,19 @@ draw_bar (struct progress *p, int percent, uint64_t done, uint64_t total,
   if (final) {
     double elapsed = now () - p->start;
     human_size_format (average_rate (p, done), r, sizeof r);
-    snprintf (suffix, sizeof suffix, " %s/s in %.1fs", r, elapsed);
+    snprintf (suffix, sizeof suffix, "%s %s/s in %.1fs",
+              p->verifying ? " verified," : "", r, elapsed);
   }
+  else if (phase == PROGRESS_FLUSH)
+    snprintf (suffix, sizeof suffix, " flushing");
   else {
     /* Before the first sample of the smoothed rate, the average. */
     rate = p->rate > 0 ? p->rate : average_rate (p, done);
     if (rate > 0) {
       human_size_format (rate, r, sizeof r);
       format_eta (eta, sizeof eta, done, total, rate);
-      snprintf (suffix, sizeof suffix, " %s/s%s", r, eta);
+      snprintf (suffix, sizeof suffix, "%s %s/s%s",
+                p->verifying ? " verifying," : "", r, eta);
     }
   }
   if (strlen (suffix) > p->suffix_width)
@@ -235,12 +308,23 @@ progress_update (void *arg, uint64_t done, uint64_t total)
 {
   struct progress *p = arg;
   int percent = total ? (int) ((double) done * 100 / total) : 100;
+  enum progress_phase phase = PROGRESS_COPY;
   double t;
 
-  if (!p->enabled)
+  if (!p->enabled && p->json_fd < 0)
     return;
   t = now ();
   update_rate (p, done, t);
+  /* Every byte done, not yet finished: only the flushes are left. */
+  if (p->verifying)
+    phase = PROGRESS_VERIFY;
+  else if (!p->unknown_size && total && done >= total)
+    phase = PROGRESS_FLUSH;
+  if (p->json_fd >= 0)
+    write_json (p, phase, done, total,
+                p->rate > 0 ? p->rate : average_rate (p, done), t);
+  if (!p->enabled)
+    return;
   if (p->unknown_size) {
     update_unknown (p, done, t);
     return;
@@ -257,7 +341,7 @@ progress_update (void *arg, uint64_t done, uint64_t total)
        a terminal, all ten lines at once). */
   }
   else if (p->tty)
-    draw_bar (p, percent, done, total, false);
+    draw_bar (p, percent, done, total, phase, false);
   else
     print_steps (p, done, total, percent / 10, false);
   if (percent > p->last_percent)
@@ -277,7 +361,7 @@ progress_finish (struct progress *p, uint64_t done, uint64_t total, bool ok)
   if (ok && p->unknown_size)
     draw_unknown (p, total, true);
   else if (ok && p->tty)
-    draw_bar (p, 100, total, total, true);
+    draw_bar (p, 100, total, total, PROGRESS_COPY, true);
   else if (ok)
     print_steps (p, total, total, 10, true);
   else if (p->tty)

@@ -55,7 +55,7 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
                     struct endpoint *dst, uint64_t size,
                     const struct blkhash *source_hash, const char *source_hex,
                     const volatile sig_atomic_t *interrupted,
-                    struct copy_stats *stats)
+                    struct progress *progress, struct copy_stats *stats)
 {
   struct settings set = *copy_set;
   struct endpoint *sink;
@@ -93,11 +93,14 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
       .src = dst,
       .dst = sink,
       .size = size,
+      .progress = progress_update,
+      .progress_arg = progress,
       .interrupted = interrupted,
       .stats = stats,
       .hash_out = hex,
       .hash = &hash,
   });
+  progress_finish (progress, 0, size, r == 0);
   endpoint_close (sink, r == 0);
   if (r == -1) {
     char why[1024];

@@ -10,6 +10,7 @@
 #include "blkhash.h"
 #include "endpoint.h"
 #include "options.h"
+#include "progress.h"
 #include "settings.h"
 #include "stats.h"
 
@@ -32,6 +33,6 @@ int verify_destination (const struct settings *copy_set,
                         uint64_t size, const struct blkhash *source_hash,
                         const char *source_hex,
                         const volatile sig_atomic_t *interrupted,
-                        struct copy_stats *stats);
+                        struct progress *progress, struct copy_stats *stats);
 
 #endif

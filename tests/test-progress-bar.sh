@@ -3,7 +3,9 @@
 # columns and 40 columns of '*' and '-' in brackets, redrawn in place
 # with a carriage return (no escape sequences), followed by the rate and
 # the time left; it ends with a full block, "100% [****...]", the rate
-# and the time taken, and a newline.  On a terminal too narrow for the
+# and the time taken, and a newline.  The bar's length is the percent
+# shown; once every byte is written it says "flushing", and --verify's
+# pass has a bar of its own ("verifying", "verified").  On a terminal too narrow for the
 # rate, the bar alone.  With a stream source (size unknown) it shows
 # bytes and rate only: no percent, no total, no ETA.  The copies are
 # checked.  (test-progress-lines.sh checks -p without a terminal.)
@@ -37,7 +39,7 @@ run_on_terminal ()
 spin="($(printf '\xe2\x96\x9d|\xe2\x96\x90|\xe2\x96\x97|\xe2\x96\x83|\xe2\x96\x96|\xe2\x96\x8d|\xe2\x96\x98|\xe2\x96\x80'))"
 full=$(printf '\xe2\x96\x88')
 rate='[0-9.]+ ([KMGT]iB|bytes)/s'
-running="^$spin (  [0-9]| [1-9][0-9])% \[[*-]{40}\]( $rate, ETA [0-9]+:[0-9]{2})? *\$"
+running="^$spin (  [0-9]| [1-9][0-9])% \[[*-]{40}\]( $rate, ETA [0-9]+:[0-9]{2}| flushing)? *\$"
 final="^$full 100% \[\*{40}\] $rate in [0-9.]+s *\$"
 
 run_on_terminal "$tmp/bar" "$NBDCP -p -C 2 -T 2 -R 2 '$src' '$tmp/tty.raw'"
@@ -56,11 +58,13 @@ grep -Evq "$running" "$tmp/running" &&
 tail -n 1 "$tmp/draws" | grep -Eq "$final" ||
   { show; fail "the bar did not end with '$full 100% [****...] RATE in TIME'"; }
 [ "$(grep -c '100%' "$tmp/draws")" -eq 1 ] || { show; fail "100% before the end"; }
-# The bar follows the percent (rounded up: any work done shows), only
+# The bar is the percent shown, in 40 columns, rounded (22% is 9 stars,
+# never a quarter of the bar), short of full until the end; it only
 # goes up, and the spinner turns as work completes.
 sed -E 's/^[^ ]+ +([0-9]+)% \[(\**)-*\].*/\1 \2/' "$tmp/running" |
-  awk '{ stars = length ($2) }
-       $1 < last || stars < int (0.4 * $1) || stars > 0.4 * $1 + 1.4 || stars > 39 { bad = 1 }
+  awk '{ stars = length ($2); want = int (($1 * 40 + 50) / 100) }
+       want > 39 { want = 39 }
+       $1 < last || stars != want { print; bad = 1 }
        { last = $1 } END { exit bad }' ||
   { show; fail "the bar does not match the percent, or went backwards"; }
 [ "$(cut -d' ' -f1 "$tmp/running" | sort -u | wc -l)" -ge 2 ] ||
@@ -68,6 +72,26 @@ sed -E 's/^[^ ]+ +([0-9]+)% \[(\**)-*\].*/\1 \2/' "$tmp/running" |
 grep -Ev ' 0 bytes/s' "$tmp/running" | grep -Eq ", ETA " ||
   { show; fail "no rate and ETA after the bar"; }
 check_same "$ref" "$tmp/tty.raw" "on a terminal"
+
+# Flushing: a destination whose flush takes 2 s.  Once every byte is
+# written the bar says so instead of sitting at 99% with an ETA.
+start_nbdkit slowflush eval get_size='echo 4194304' \
+  pwrite='cat >/dev/null' can_zero='exit 0' zero='exit 0' \
+  can_flush='exit 0' flush='sleep 2'
+run_on_terminal "$tmp/flush" \
+  "$NBDCP -p -C 1 '$(uri_of "$tmp/small.sock")' '$(uri_of "$tmp/slowflush.sock")'"
+tr '\r' '\n' <"$tmp/flush" >"$tmp/flush.draws"
+grep -aEq "^$spin +99% \[\*{39}-\] flushing *\$" "$tmp/flush.draws" ||
+  { cat -A "$tmp/flush" >&2; fail "a slow flush: the bar never said 'flushing'"; }
+
+# --verify: a second bar, "verifying", then "verified".
+run_on_terminal "$tmp/verify" \
+  "$NBDCP -p --verify -C 2 '$src' '$tmp/verify.raw'"
+tr '\r' '\n' <"$tmp/verify" >"$tmp/verify.draws"
+grep -aEq "^$full 100% \[\*{40}\] verified, $rate in [0-9.]+s *\$" \
+  "$tmp/verify.draws" ||
+  { cat -A "$tmp/verify" >&2; fail "--verify: no 'verified' bar"; }
+check_same "$ref" "$tmp/verify.raw" "--verify on a terminal"
 
 # A terminal too narrow for the rate: the bar alone, still one line.
 run_on_terminal "$tmp/narrow" \
