@@ -11,7 +11,7 @@
 # Environment (defaults in brackets):
 #   NBDCP            nbdcp binary [copy/nbdcp of this checkout]
 #   NBDCOPY, QEMU_IMG, QEMU_NBD, QEMU_IO, NBDKIT, HYPERFINE
-#   BENCH_WORKLOADS  any of 1-13 cpu req sweeps hash [1-7, 10-13, cpu, req, sweeps]
+#   BENCH_WORKLOADS  any of 1-15 cpu req sweeps hash [1-7, 10-15, cpu, req, sweeps]
 #   BENCH_TOOLS      [nbdcp nbdcopy qemu-img]
 #   BENCH_QUICK=1    tiny sizes, 1 run, no warmup
 #   BENCH_RUNS [5]  BENCH_WARMUP [1]  BENCH_CPU_RUNS [5]
@@ -24,6 +24,7 @@
 #          W7 [8G] W8 [8G] BENCH_SWEEP2_SIZE [4G] BENCH_SWEEP3_SIZE [2G]
 #          BENCH_W11_SIZE [256M; "256M 2G": a row each] BENCH_W12_SIZE [2G]
 #          BENCH_W13_SIZE [128M] BENCH_W13B_SIZE [32M] BENCH_WR_SIZE [1G]
+#          BENCH_W14_SIZE [256G]  BENCH_W15_RATES [16M 64M 256M]
 #   BENCH_W12_CLUSTERS [4K 16K 64K]  BENCH_W12_TREE [/usr/share]
 #   BENCH_W13_DELAY  latency of workload 13's second row [2ms]
 #   Workload 8 (--bitmap) is optional: BENCH_WORKLOADS=8 runs it.
@@ -39,12 +40,12 @@ if [ "$quick" = 1 ]; then
   d_runs=1 d_warm=0 d_cpu=1 d_timeout=120
   d_w1=1G d_w2=256M d_w3=64M d_w4=256M d_w5=256M d_w6=64G d_w7=256M d_w8=256M
   d_s2=128M d_s3=32M
-  d_w11=16M d_w12=256M d_w13=16M d_w13b=4M d_wr=64M
+  d_w11=16M d_w12=256M d_w13=16M d_w13b=4M d_wr=64M d_w14=4G
 else
   d_runs=5 d_warm=1 d_cpu=5 d_timeout=600
   d_w1=32G d_w2=8G d_w3=2G d_w4=8G d_w5=4G d_w6=1T d_w7=8G d_w8=8G
   d_s2=4G d_s3=2G
-  d_w11=256M d_w12=2G d_w13=128M d_w13b=32M d_wr=1G
+  d_w11=256M d_w12=2G d_w13=128M d_w13b=32M d_wr=1G d_w14=256G
 fi
 RUNS=${BENCH_RUNS:-$d_runs}
 WARMUP=${BENCH_WARMUP:-$d_warm}
@@ -66,10 +67,12 @@ W12_TREE=${BENCH_W12_TREE:-/usr/share}
 W13_SIZE=${BENCH_W13_SIZE:-$d_w13}
 W13B_SIZE=${BENCH_W13B_SIZE:-$d_w13b}
 W13_DELAY=${BENCH_W13_DELAY:-2ms}
+W14_SIZE=${BENCH_W14_SIZE:-$d_w14}
+W15_RATES=${BENCH_W15_RATES:-16M 64M 256M}
 WR_SIZE=${BENCH_WR_SIZE:-$d_wr}
 S2_SIZE=${BENCH_SWEEP2_SIZE:-$d_s2}
 S3_SIZE=${BENCH_SWEEP3_SIZE:-$d_s3}
-WORKLOADS=${BENCH_WORKLOADS:-1 2 3 4 5 6 7 10 11 12 13 cpu req sweeps}
+WORKLOADS=${BENCH_WORKLOADS:-1 2 3 4 5 6 7 10 11 12 13 14 15 cpu req sweeps}
 TOOLS=${BENCH_TOOLS:-nbdcp nbdcopy qemu-img}
 DELAY="rdelay=5ms wdelay=5ms"
 
@@ -513,6 +516,54 @@ w13 ()
   rm -rf "$d"
 }
 
+# Workload 14: a sparse disk onto a destination that reads as zero
+# already (issue 35): a new qcow2 (made afresh before every run by
+# --prepare, served by qemu-nbd as a subprocess) and a new nbdkit memory
+# disk.  nbdcp without flags asks the destination where it reads as
+# zero; the rows with --destination-is-zero show what skipping every
+# zero costs; qemu-img writes the same new qcow2 without an NBD hop.
+w14 ()
+{
+  local b d q plugin
+  b=$(parse_size "$W14_SIZE")
+  d=$bench_scratch/w14; mkdir -p "$d"; q=$d/new.qcow2
+  plugin="-r $(sr "$W14_SIZE" percent=0.01)"
+  write_meta w14a "label=14a. sparse $W14_SIZE onto a new qcow2" \
+    "title=14a. sparse-random $W14_SIZE percent=0.01 onto a new qcow2 on qemu-nbd ([ qemu-nbd -f qcow2 ] subprocess)" \
+    "size=$b" "data_percent=0" \
+    "note=--prepare removes the qcow2 and makes it anew (qemu-img create -f qcow2); qemu-img convert -n writes the same new qcow2 directly"
+  run_hyperfine w14a "rm -f $q && $QEMU_IMG create -q -f qcow2 $q $b" \
+    nbdcp "$(harness "$plugin" "$NBDCP_RUN \"\$uri\" -- [ $QEMU_NBD -f qcow2 $q ]")" \
+    nbdcp-dz "$(harness "$plugin" "$NBDCP_RUN --destination-is-zero \"\$uri\" -- [ $QEMU_NBD -f qcow2 $q ]")" \
+    nbdcopy "$(harness "$plugin" "$NBDCOPY --flush \"\$uri\" -- [ $QEMU_NBD -f qcow2 $q ]")" \
+    nbdcopy-dz "$(harness "$plugin" "$NBDCOPY --flush --destination-is-zero \"\$uri\" -- [ $QEMU_NBD -f qcow2 $q ]")" \
+    qemu-img "$(harness "$plugin" "$QEMU_IMG convert -n -W -m 16 -f raw \"\$uri\" -O qcow2 $q")"
+  write_meta w14b "label=14b. sparse $W14_SIZE onto a new memory disk" \
+    "title=14b. sparse-random $W14_SIZE percent=0.01 onto a new nbdkit memory disk ([ nbdkit memory ] subprocess)" \
+    "size=$b" "data_percent=0"
+  run_hyperfine w14b "" \
+    nbdcp "$(harness "$plugin" "$NBDCP_RUN \"\$uri\" -- [ $NBDKIT memory $b ]")" \
+    nbdcp-dz "$(harness "$plugin" "$NBDCP_RUN --destination-is-zero \"\$uri\" -- [ $NBDKIT memory $b ]")" \
+    nbdcopy "$(harness "$plugin" "$NBDCOPY --flush \"\$uri\" -- [ $NBDKIT memory $b ]")" \
+    nbdcopy-dz "$(harness "$plugin" "$NBDCOPY --flush --destination-is-zero \"\$uri\" -- [ $NBDKIT memory $b ]")"
+  rm -rf "$d"
+}
+
+# Workload 15: --rate.  All data, four seconds' worth at each rate, to
+# null:; the report's rate is size / time, to set against the asked one.
+w15 ()
+{
+  local rate b
+  for rate in $W15_RATES; do
+    b=$(( $(parse_size "$rate") * 4 ))
+    write_meta "w15-$rate" "label=15. --rate=$rate, $((b >> 20))M all data -> null:" \
+      "title=15. --rate=$rate: sparse-random $((b >> 20))M percent=100 -> null: (asked $(parse_size "$rate") bytes/s)" \
+      "size=$b" "data_percent=100" "rate=$(parse_size "$rate")"
+    run_hyperfine "w15-$rate" "" \
+      nbdcp "$(harness "-r $(sr "$b" percent=100)" "$NBDCP_RUN --rate=$rate \"\$uri\" null:")"
+  done
+}
+
 # ---------------------------------------------------------------- checksums
 # hash_cmds PLUGIN DST OPTS...: nbdcp under the harness with each of
 # OPTS ("-" for none), named nbdcp, nbdcp+blkhash, ...
@@ -863,7 +914,7 @@ bench_log "results in $OUT; scratch in $bench_scratch; tools: ${avail_tools[*]}"
 for w in $WORKLOADS; do
   case "$w" in
     1) w1 ;; 2) w2 ;; 3) w3 ;; 4) w4 ;; 5) w5 ;; 6) w6 ;; 7) w7 ;; 8) w8 ;;
-    9) w9 ;; 10) w10 ;; 11) w11 ;; 12) w12 ;; 13) w13 ;;
+    9) w9 ;; 10) w10 ;; 11) w11 ;; 12) w12 ;; 13) w13 ;; 14) w14 ;; 15) w15 ;;
     req) req ;;
     hash) wh ;;
     cpu) cpu ;;
