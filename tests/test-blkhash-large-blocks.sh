@@ -8,13 +8,15 @@
 # blkhash-ref.py's of the source as qemu-img reads it, and the copy is
 # the source (qemu-img compare), on one connection and on several,
 # into a destination as constrained (zero requests cut inside a block)
-# and into a file.  --verify passes on such a copy and still catches a
+# and into a file, and across a reconnection (--retry).  --verify passes on such a copy and still catches a
 # destination that differs.
 . "${srcdir:-.}/tests/functions.sh"
 requires python3
 requires "$QEMU_IMG"
 requires_nbdkit_plugin sparse-random
 requires_nbdkit_plugin memory
+requires_nbdkit_plugin file
+requires_nbdkit_plugin sh
 requires_nbdkit_filter blocksize-policy
 "$NBDCP" --blkhash --help >/dev/null
 ref="${abs_srcdir:-$PWD}/tests/blkhash-ref.py"
@@ -77,6 +79,16 @@ case_ "$src1m" "$tmp/s1m.raw" sha512/4M 65536 -C 4 -T 4
 case_ "$srctail" "$tmp/tail.raw" sha256/32M 1048576 -C 2 -T 2
 # Few blocks gathered at once and a tiny queue: lanes wait for them.
 case_ "$srctail" "$tmp/tail.raw" sha1/4M 65536 --queue-size=64K -R 1
+
+# --retry: a destination that breaks 4 MiB into the disk, while blocks
+# are being gathered, and comes back; the copy starts its segment again
+# and the blocks it was gathering are dropped, not mixed into the new.
+copy_across_break brk $size 0 $((4 * 1024 * 1024)) "$srctail" \
+  -C 1 -T 1 --retry=10 --retry-delay=0.1 --blkhash=sha256/4M
+grep -q "reconnecting in" "$tmp/err" || fail "--retry: no reconnection"
+expect "--retry sha256/4M" "$(python3 "$ref" sha256/4M "$tmp/tail.raw")" \
+  "$(cat "$tmp/brk.out")"
+cmp "$tmp/tail.raw" "$tmp/brk.img" || fail "--retry: the copy differs"
 
 # --verify with such blocks: passes on a right copy ...
 start_nbdkit v --filter=blocksize-policy memory $size blocksize-maximum=65536
