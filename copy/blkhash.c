@@ -17,6 +17,16 @@
  * digests are made as the slot is fed.  A slot is never more than a
  * segment's bytes, nor more than the disk's.
  *
+ * A block larger than the servers' largest request (settings.c) is read
+ * in several requests, which finish in any order: the lane gathers the
+ * pieces in one of its few "partial" blocks, reserved when the block's
+ * first read is issued (blkhash_reserve), and makes the digest once the
+ * block is whole.  A lane with all of them taken issues no read that
+ * starts another block: the blocks it gathers have all their reads in
+ * flight, so one is freed as they finish.  Zero pieces need no memory:
+ * they come in order (the lane issues them one after the other), and
+ * the piece that ends a block gives it the zero digest.
+ *
  * For --verify, a slot also records which of its segment's granules
  * were read from the source (rather than taken as zero from its block
  * status), and feeding copies that into a map of the whole disk, one
@@ -90,6 +100,14 @@ blkhash_memory (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
 
 #ifdef HAVE_GNUTLS
 
+/* A block being gathered from several reads. */
+struct blkhash_partial {
+  uint64_t offset; /* of the block, or PARTIAL_FREE */
+  uint64_t bytes;  /* of it arrived so far */
+  char *data;      /* one block */
+};
+#define PARTIAL_FREE UINT64_MAX
+
 /* Bytes for N bits. */
 static size_t
 read_bits_bytes (uint64_t n)
@@ -114,8 +132,8 @@ enum slot_state { SLOT_FREE, SLOT_HASHING, SLOT_COMPLETE };
 struct blkhash_slot {
   enum slot_state state; /* changed under the lock */
   uint64_t segment;
-  uint64_t bytes;         /* hashed so far; only its lane touches it */
-  unsigned char *digests; /* or the segment's bytes (keep_bytes) */
+  uint64_t bytes;           /* hashed so far; only its lane touches it */
+  unsigned char *digests;   /* or the segment's bytes (keep_bytes) */
   unsigned char *read_bits; /* granules read from the source */
 };
 
@@ -151,6 +169,7 @@ struct blkhash {
   unsigned char *read_map;
   unsigned char *read_bits_store;
   bool out_of_memory;
+  bool lost_piece; /* a read piece came without a partial block */
 };
 
 bool
@@ -244,17 +263,28 @@ blkhash_free (struct blkhash *h)
 }
 
 int
-blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h)
+blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h,
+                   unsigned npartials)
 {
   gnutls_hash_hd_t ctx;
   int r;
 
   *hl = (struct blkhash_lane){ .h = h };
   hl->slots = calloc (h->nslots, sizeof *hl->slots);
-  if (!hl->slots) {
-    error_set ("out of memory");
+  if (npartials > 0) {
+    hl->partials = calloc (npartials, sizeof *hl->partials);
+    hl->partial_store = malloc ((size_t) npartials * h->block);
+  }
+  if (!hl->slots || (npartials > 0 && (!hl->partials || !hl->partial_store))) {
+    error_set ("out of memory for --blkhash blocks");
     return -1;
   }
+  hl->npartials = npartials;
+  for (unsigned i = 0; i < npartials; i++)
+    hl->partials[i] = (struct blkhash_partial){
+      .offset = PARTIAL_FREE,
+      .data = hl->partial_store + (size_t) i * h->block,
+    };
   r = gnutls_hash_init (&ctx, h->galgo);
   if (r < 0) {
     error_set ("--blkhash: %s", gnutls_strerror (r));
@@ -270,8 +300,13 @@ blkhash_lane_destroy (struct blkhash_lane *hl)
   if (hl->ctx)
     gnutls_hash_deinit ((gnutls_hash_hd_t) hl->ctx, NULL);
   free (hl->slots);
+  free (hl->partials);
+  free (hl->partial_store);
   hl->ctx = NULL;
   hl->slots = NULL;
+  hl->partials = NULL;
+  hl->partial_store = NULL;
+  hl->npartials = 0;
 }
 
 /* Bytes of SEGMENT in a disk of SIZE bytes. */
@@ -434,6 +469,98 @@ blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
   return ret;
 }
 
+/* Whether [OFFSET, OFFSET+LEN) is whole blocks (the last one may be the
+ * disk's short one): no partial block is needed for it.
+ */
+static bool
+whole_blocks (const struct blkhash *h, uint64_t offset, uint64_t len,
+              uint64_t size)
+{
+  return offset % h->block == 0
+         && (len % h->block == 0 || offset + len >= size);
+}
+
+bool
+blkhash_reserve (struct blkhash_lane *hl, uint64_t offset, uint64_t len,
+                 uint64_t size)
+{
+  const struct blkhash *h = hl->h;
+  struct blkhash_partial *free_one = NULL;
+  uint64_t start = offset / h->block * h->block;
+
+  if (hl->npartials == 0 || whole_blocks (h, offset, len, size))
+    return true;
+  for (unsigned i = 0; i < hl->npartials; i++) {
+    if (hl->partials[i].offset == start)
+      return true;
+    if (hl->partials[i].offset == PARTIAL_FREE && !free_one)
+      free_one = &hl->partials[i];
+  }
+  if (!free_one)
+    return false;
+  free_one->offset = start;
+  free_one->bytes = 0;
+  return true;
+}
+
+/* Where the digest of the block at OFFSET goes in slot S. */
+static unsigned char *
+digest_of (const struct blkhash *h, struct blkhash_slot *s, uint64_t offset)
+{
+  return s->digests
+         + (offset - s->segment * h->segment_size) / h->block * h->dlen;
+}
+
+/* Zeroes at [OFFSET, OFFSET+LEN), whole blocks or the pieces of one in
+ * order: each block that ends in it gets the digest of a zero block.
+ */
+static void
+add_zeroes (struct blkhash_lane *hl, struct blkhash_slot *s, uint64_t offset,
+            uint64_t len, uint64_t size)
+{
+  struct blkhash *h = hl->h;
+  uint64_t end = offset + len;
+
+  for (uint64_t b = offset / h->block * h->block; b < end; b += h->block) {
+    uint64_t block_end = MIN (b + h->block, size);
+    if (block_end > end)
+      break;
+    digest_block (h, (gnutls_hash_hd_t) hl->ctx, NULL, block_end - b,
+                  digest_of (h, s, b));
+  }
+}
+
+/* A read of part of a block, DATA at [OFFSET, OFFSET+LEN): into the
+ * block's partial, and the block's digest once it is whole.
+ */
+static void
+add_piece (struct blkhash_lane *hl, struct blkhash_slot *s, uint64_t offset,
+           const char *data, uint64_t len, uint64_t size)
+{
+  struct blkhash *h = hl->h;
+  uint64_t start = offset / h->block * h->block;
+  uint64_t block_len = MIN ((uint64_t) h->block, size - start);
+  struct blkhash_partial *p = NULL;
+
+  for (unsigned i = 0; i < hl->npartials && !p; i++)
+    if (hl->partials[i].offset == start)
+      p = &hl->partials[i];
+  if (!p) {
+    /* Not reserved (blkhash_reserve): a bug, reported at the end. */
+    pthread_mutex_lock (&h->lock);
+    h->lost_piece = true;
+    pthread_mutex_unlock (&h->lock);
+    return;
+  }
+  memcpy (p->data + (offset - start), data, len);
+  p->bytes += len;
+  if (p->bytes < block_len)
+    return;
+  digest_block (h, (gnutls_hash_hd_t) hl->ctx, p->data, block_len,
+                digest_of (h, s, start));
+  p->offset = PARTIAL_FREE;
+}
+
 void
 blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
              size_t len, uint64_t size)
@@ -460,14 +587,15 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
     else
       memset (to, 0, len);
   }
+  else if (!data)
+    add_zeroes (hl, s, offset, len, size);
+  else if (!whole_blocks (h, offset, len, size))
+    add_piece (hl, s, offset, data, len, size);
   else
-    for (size_t pos = 0; pos < len; pos += h->block) {
-      size_t n = MIN ((size_t) h->block, len - pos);
-      uint64_t i = (offset + pos - segment * h->segment_size) / h->block;
-
-      digest_block (h, (gnutls_hash_hd_t) hl->ctx, data ? data + pos : NULL, n,
-                    s->digests + i * h->dlen);
-    }
+    for (size_t pos = 0; pos < len; pos += h->block)
+      digest_block (h, (gnutls_hash_hd_t) hl->ctx, data + pos,
+                    MIN ((size_t) h->block, len - pos),
+                    digest_of (h, s, offset + pos));
   if (data && len > 0) {
     uint64_t start = offset - segment * h->segment_size;
     for (uint64_t g = start / h->granule; g <= (start + len - 1) / h->granule;
@@ -492,6 +620,10 @@ blkhash_restart_segment (struct blkhash_lane *hl, uint64_t segment)
   for (unsigned k = 0; k < hl->nslots; k++)
     if (hl->slots[k]->segment == segment)
       hl->slots[k]->bytes = 0;
+  for (unsigned i = 0; i < hl->npartials; i++)
+    if (hl->partials[i].offset != PARTIAL_FREE
+        && hl->partials[i].offset / hl->h->segment_size == segment)
+      hl->partials[i].offset = PARTIAL_FREE;
 }
 
 int
@@ -512,6 +644,12 @@ blkhash_finish (struct blkhash *h, uint64_t size, char *out)
   if (h->out_of_memory) {
     pthread_mutex_unlock (&h->lock);
     error_set ("--blkhash: out of memory for segment digests");
+    return -1;
+  }
+  if (h->lost_piece) {
+    pthread_mutex_unlock (&h->lock);
+    error_set ("--blkhash: internal error: a block was read in pieces "
+               "with no place to gather them");
     return -1;
   }
   if (h->next_feed * h->segment_size < size) {
@@ -588,7 +726,8 @@ blkhash_free (struct blkhash *h)
 }
 
 int
-blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h)
+blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h,
+                   unsigned npartials)
 {
   error_set ("--blkhash is not built in");
   return -1;
@@ -604,6 +743,13 @@ blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
                       uint64_t nsegments, uint64_t *index)
 {
   return 0;
+}
+
+bool
+blkhash_reserve (struct blkhash_lane *hl, uint64_t offset, uint64_t len,
+                 uint64_t size)
+{
+  return true;
 }
 
 void

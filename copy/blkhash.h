@@ -34,13 +34,19 @@ bool blkhash_available (void);
 
 struct blkhash;
 struct blkhash_slot;
+struct blkhash_partial;
 
-/* A lane's part: its own hash context and the segments it is hashing. */
+/* A lane's part: its own hash context, the segments it is hashing, and
+   the blocks larger than a request that it is gathering from several
+   reads (blkhash_reserve). */
 struct blkhash_lane {
   struct blkhash *h;
   void *ctx;                   /* gnutls_hash_hd_t */
   struct blkhash_slot **slots; /* segments taken and not yet complete */
   unsigned nslots;
+  struct blkhash_partial *partials;
+  unsigned npartials;
+  char *partial_store; /* npartials blocks */
 };
 
 /* Everything is allocated here, before the copy starts: NSLOTS segment
@@ -59,7 +65,12 @@ void blkhash_free (struct blkhash *h);
 uint64_t blkhash_memory (int algo, uint32_t block, uint64_t segment_size,
                          uint64_t size, unsigned nslots);
 
-int blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h);
+/* NPARTIALS: the blocks the lane may gather from several reads at once
+ * (0 if every read holds whole blocks); each takes a block of memory,
+ * allocated here.
+ */
+int blkhash_lane_init (struct blkhash_lane *hl, struct blkhash *h,
+                       unsigned npartials);
 void blkhash_lane_destroy (struct blkhash_lane *hl);
 
 /* Take a slot for a segment and the segment's index from *NEXT (under
@@ -71,18 +82,34 @@ void blkhash_lane_destroy (struct blkhash_lane *hl);
 int blkhash_take_segment (struct blkhash_lane *hl, atomic_uint_fast64_t *next,
                           uint64_t nsegments, uint64_t *index);
 
+/* Before a read of [OFFSET, OFFSET+LEN) that holds only part of a hash
+ * block (a block larger than the servers' largest request): make sure
+ * the lane has a place to gather that block.  True if it has (or the
+ * read needs none), false if all NPARTIALS are taken by blocks whose
+ * other reads are still in flight: issue the read later.  The reads of
+ * a block are never more than one request each and lie in one block.
+ */
+bool blkhash_reserve (struct blkhash_lane *hl, uint64_t offset, uint64_t len,
+                      uint64_t size);
+
 /* The bytes [OFFSET, OFFSET+LEN) of the disk, DATA, or zeroes if DATA
- * is NULL.  OFFSET is a multiple of the hash block, and LEN is too
- * unless the range ends the disk.  SIZE is the disk size as far as
- * known (UINT64_MAX for a stream that has not ended).
+ * is NULL.  Usually OFFSET is a multiple of the hash block, and LEN is
+ * too unless the range ends the disk.  A block larger than a request
+ * comes in pieces: a read's (DATA, reserved with blkhash_reserve), in
+ * any order, gathered until the block is whole; or zero pieces, one
+ * after the other from the block's start, a block being all data or
+ * all zero pieces (extents are fitted to the hash block).  SIZE is the
+ * disk size as far as known (UINT64_MAX for a stream that has not
+ * ended).
  */
 void blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
                   size_t len, uint64_t size);
 
 /* SEGMENT is about to be read again from its start (--retry): if this
  * lane is still hashing it, its count starts over (the digests are
- * simply made again); if it was complete, the reads are not hashed
- * again (blkhash_add ignores a segment the lane does not hold).
+ * simply made again) and the blocks it was gathering are dropped; if
+ * it was complete, the reads are not hashed again (blkhash_add ignores
+ * a segment the lane does not hold).
  */
 void blkhash_restart_segment (struct blkhash_lane *hl, uint64_t segment);
 

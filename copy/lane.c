@@ -192,8 +192,9 @@ lane_issue_zero_extent (struct lane *l, struct extent *e, uint64_t max)
     lane_put_zero_op (l, op);
     return -1;
   }
-  /* Zero extents are whole hash blocks (or end the disk), and so are
-     the pieces they are cut into (settings.c): no block is split. */
+  /* Zero extents are whole hash blocks (or end the disk); the pieces
+     they are cut into are too, unless a block is larger than the
+     destination's largest request, and then they come in order. */
   if (job->hash)
     blkhash_add (&l->hash, e->offset, NULL, len, atomic_load (&job->size));
   l->stats.hole_bytes += len;
@@ -241,6 +242,10 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
       return 1;
     }
   }
+  /* --blkhash: a block read in pieces needs a place to be gathered. */
+  if (job->hash
+      && !blkhash_reserve (&l->hash, e->offset, len, atomic_load (&job->size)))
+    return 1;
   index = pool_get (&l->pool);
   if (index < 0)
     return 1;
@@ -577,7 +582,8 @@ lane_init (struct lane *l, unsigned index, struct job *job,
       return -1;
     }
   }
-  if (job->hash && blkhash_lane_init (&l->hash, job->hash) == -1)
+  if (job->hash
+      && blkhash_lane_init (&l->hash, job->hash, set->hash_partials) == -1)
     return -1;
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;

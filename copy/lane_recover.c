@@ -157,6 +157,8 @@ lane_schedule_retry (struct lane *l)
   }
   delay = backoff_ms (delay, l->attempts, RETRY_DELAY_MAX_MS);
   l->attempts++;
+  /* Every attempt counts, whether or not it connects. */
+  l->stats.retries++;
   fprintf (stderr, "nbdcp: %s; reconnecting in %.1f s (retry %u of %u)\n",
            l->broken_why, delay / 1000.0, l->attempts, l->set->retry);
   l->retry_at_ms = now_ms () + delay;
@@ -169,7 +171,9 @@ lane_schedule_retry (struct lane *l)
  * They are exactly what the lane counted since its last flush, so its
  * stats go back to what they were then, and the bytes forgotten are
  * counted as redone instead: data, zeroed and skipped count each byte
- * once, as the attempt that stuck wrote it.
+ * once, as the attempt that stuck wrote it.  With --bitmap the clean
+ * ranges passed over are not redone (nothing was copied there), only
+ * the dirty bytes.
  */
 static void
 lane_rewind (struct lane *l)
@@ -182,10 +186,11 @@ lane_rewind (struct lane *l)
   if (l->segment != NO_SEGMENT)
     l->redo[l->nredo++] = l->segment;
   for (unsigned i = first; i < l->nredo; i++) {
-    l->stats.redone_bytes += job_uncount (job, l->redo[i]);
+    job_uncount (job, l->redo[i]);
     if (job->hash)
       blkhash_restart_segment (&l->hash, l->redo[i]);
   }
+  l->stats.redone_bytes += stats_since (&l->stats, &l->stats_at_flush);
   stats_rewind (&l->stats, &l->stats_at_flush);
   l->nunflushed = 0;
   l->unflushed_bytes = 0;
@@ -229,7 +234,6 @@ lane_retry (struct lane *l)
         "connection pair %u reconnected: %u segment%s to copy again",
         l->index + 1, l->nunflushed + (l->segment != NO_SEGMENT),
         l->nunflushed + (l->segment != NO_SEGMENT) == 1 ? "" : "s");
-  l->stats.retries++;
   lane_rewind (l);
   l->broken = false;
   l->state = LANE_COPYING;

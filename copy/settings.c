@@ -24,6 +24,10 @@
    always gets one request's worth, whatever this says. */
 #define MAX_TOTAL_QUEUE ((uint64_t) 1024 * 1024 * 1024)
 
+/* The memory a lane may give to gathering --blkhash blocks larger than
+   a request (more when two blocks are larger). */
+#define MAX_HASH_PARTIAL_MEMORY ((uint64_t) 64 * 1024 * 1024)
+
 /* Largest power of 2 not above N (N >= 1). */
 static uint32_t
 round_down_pow2 (uint32_t n)
@@ -87,35 +91,35 @@ settle_request_size (struct settings *s, const struct options *opts,
     s->request_size = limit;
   }
   s->request_size = MAX (s->request_size, s->block);
-  /* --blkhash: no request may split a hash block, so that each block's
-     digest is made in one place, from one buffer or one zero extent.
-     Extents are fitted to the hash block (a block with any data is
-     data) and reads are whole hash blocks.  --verify hashes both sides
-     the same way. */
+  /* --blkhash: extents are fitted to the hash block (a block with any
+     data is data), so that each block is all read or all zero.  Reads
+     are whole hash blocks where the servers allow requests that large;
+     a larger block is read in several requests, and the lane gathers
+     its pieces before hashing it (blkhash.c).  --verify hashes both
+     sides the same way. */
   s->align = s->block;
   if (opts->blkhash || opts->verify) {
     s->hash_block = opts->blkhash_block;
     s->hash_algo = opts->blkhash_algo;
-    if (limit < s->hash_block) {
-      error_set ("--blkhash: the block size, %" PRIu32 " bytes, is larger "
-                 "than the servers' largest request, %" PRIu32 " bytes",
-                 s->hash_block, limit);
-      return -1;
-    }
-    if (s->request_size < s->hash_block) {
+    if (s->request_size < MIN (s->hash_block, limit)) {
       note (s->verbose,
             "request size raised from %" PRIu32 " to %" PRIu32
-            " (the --blkhash block size)",
-            s->request_size, s->hash_block);
-      s->request_size = s->hash_block;
+            " (the --blkhash block size%s)",
+            s->request_size, MIN (s->hash_block, limit),
+            limit < s->hash_block ? ", up to the servers' maximum" : "");
+      s->request_size = MIN (s->hash_block, limit);
     }
     s->align = MAX (s->block, s->hash_block);
   }
   /* A hole as long as a request costs a request to read. */
   s->fold_below = MIN (FOLD_HOLES_BELOW, s->request_size);
-  /* Zero requests are bounded by the destination's maximum too. */
-  if (dst->caps.max_request)
+  /* Zero requests are bounded by the destination's maximum too: whole
+     hash blocks if it allows, else pieces of them (hashed in order). */
+  if (dst->caps.max_request) {
     s->zero_max = dst->caps.max_request / s->align * s->align;
+    if (s->zero_max == 0)
+      s->zero_max = dst->caps.max_request / s->block * s->block;
+  }
   return 0;
 }
 
@@ -176,6 +180,25 @@ settle_sparse_size (struct settings *s, const struct options *opts,
   s->sparse_size = size;
 }
 
+/* --blkhash with a block larger than a request: the blocks a lane may
+ * gather from several reads at once, a block of memory each.  Enough
+ * for the lane's queue to span, up to 64 MiB, and always two (so that
+ * a lane reads the next block while the last reads of one finish).
+ */
+static void
+settle_hash_partials (struct settings *s)
+{
+  uint64_t span = MIN (s->queue_size, MAX_HASH_PARTIAL_MEMORY);
+
+  if (!s->hash_block || s->request_size >= s->hash_block)
+    return;
+  s->hash_partials = MAX (span / s->hash_block, (uint64_t) 2);
+  note (s->verbose,
+        "--blkhash: blocks of %" PRIu32 " bytes are read %" PRIu32
+        " bytes at a time, %u gathered at once per connection",
+        s->hash_block, s->request_size, s->hash_partials);
+}
+
 int
 settings_compute (struct settings *s, const struct options *opts,
                   const struct endpoint *src, const struct endpoint *dst)
@@ -200,6 +223,7 @@ settings_compute (struct settings *s, const struct options *opts,
     return -1;
   settle_queue_size (s, opts);
   settle_sparse_size (s, opts, dst);
+  settle_hash_partials (s);
 
   /* What was sent to a stream cannot be taken back, nor a stream read
      again: a copy with a stream on either side is not retried. */

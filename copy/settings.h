@@ -24,6 +24,8 @@ struct settings {
                                 --blkhash block if larger */
   uint32_t hash_block;       /* --blkhash block, 0 = no --blkhash */
   int hash_algo;             /* --blkhash algorithm */
+  unsigned hash_partials;    /* blocks a lane gathers from several reads
+                                at once: 0 = reads are whole blocks */
   uint64_t zero_max;         /* the longest zero request, 0 = a segment */
   uint32_t fold_below;       /* holes shorter than this between data are
                                 read with it (extents.h, fold_below) */

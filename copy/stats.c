@@ -136,6 +136,14 @@ stats_add (struct copy_stats *sum, const struct copy_stats *s)
   sum->requests += s->requests;
 }
 
+uint64_t
+stats_since (const struct copy_stats *s, const struct copy_stats *mark)
+{
+  return (s->data_bytes - mark->data_bytes) + (s->zero_bytes - mark->zero_bytes)
+         + (s->skipped_bytes - mark->skipped_bytes)
+         - (s->clean_bytes - mark->clean_bytes);
+}
+
 void
 stats_rewind (struct copy_stats *s, const struct copy_stats *mark)
 {

@@ -19,7 +19,8 @@ struct copy_stats {
   uint64_t redone_bytes;       /* copied, then copied again after a reconnect
                                   (--retry): the attempts thrown away, not
                                   counted above */
-  unsigned retries;            /* reconnections made (--retry) */
+  unsigned retries;            /* reconnection attempts (--retry), those
+                                  that failed included */
   uint64_t clean_bytes;        /* --bitmap: of the skipped, those clean in the
                                   bitmap (neither read nor written) */
   uint64_t requests;           /* requests issued, both sides */
@@ -30,6 +31,13 @@ struct copy_stats {
 
 /* Add S's counts (data, zero, skipped, holes, clean, requests) to SUM. */
 void stats_add (struct copy_stats *sum, const struct copy_stats *s);
+
+/* --retry: the bytes S counted as copied since MARK (S's earlier
+ * value): data, zeroed and skipped, less the clean ones of --bitmap
+ * (passed over, not copied).  What a rewind counts as redone.
+ */
+uint64_t stats_since (const struct copy_stats *s,
+                      const struct copy_stats *mark);
 
 /* --retry: what was counted since MARK (S's earlier value) is to be
  * copied again: take S's data, zeroed, skipped, holes and clean counts

@@ -19,6 +19,7 @@ install_deps || exit 1
 # Multi-threaded copies, for ThreadSanitizer.
 tsan_tests="
   tests/test-bitmap.sh
+  tests/test-blkhash-large-blocks.sh
   tests/test-blkhash-small-blocks.sh
   tests/test-blkhash.sh
   tests/test-checkwrite.sh

@@ -480,6 +480,28 @@ mutation never-unpark copy/nbd.c \
 '  (void) 0;' \
 "commands issued on a parked handle wait for a reply that may never come"
 
+mutation blkhash-partials-kept-on-rewind copy/blkhash.c \
+'        && hl->partials[i].offset / hl->h->segment_size == segment)
+      hl->partials[i].offset = PARTIAL_FREE;' \
+'        && hl->partials[i].offset / hl->h->segment_size == segment)
+      (void) 0;' \
+"a --blkhash block gathered from several reads keeps its pieces from before a reconnection: it completes early, and the pieces read again find no place"
+
+mutation bitmap-redone-counts-clean copy/stats.c \
+'         + (s->skipped_bytes - mark->skipped_bytes)
+         - (s->clean_bytes - mark->clean_bytes);' \
+'         + (s->skipped_bytes - mark->skipped_bytes);' \
+"--bitmap --retry counts the clean ranges passed over as redone: nearly the whole disk"
+
+mutation retries-count-only-connected copy/lane_recover.c \
+'  l->attempts++;
+  /* Every attempt counts, whether or not it connects. */
+  l->stats.retries++;' \
+'  l->attempts++;
+  if (l->attempts == 1)
+    l->stats.retries++;' \
+"only the first attempt after each break is counted: the failed reconnection attempts are missing from \"retries\""
+
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
 ' \
