@@ -345,8 +345,8 @@ lane_issue (struct lane *l)
       }
       if (l->pos == l->segment_end && !lane_take_segment (l))
         return;
-      if (l->dest_zero_wanted && lane_dest_zero_fetch (l) == -1)
-        return;
+      if (l->dest_zero_wanted)
+        lane_dest_zero_fetch (l);
       if (lane_fetch_extents (l) == -1)
         return;
       continue;

@@ -32,7 +32,7 @@ lane_dest_zero_forget (struct lane *l)
   l->dest_zero_wanted = l->set->ask_destination_zero;
 }
 
-int
+void
 lane_dest_zero_fetch (struct lane *l)
 {
   struct job *job = l->job;
@@ -42,15 +42,16 @@ lane_dest_zero_fetch (struct lane *l)
   l->dest_zero_wanted = false;
   extent_list_reset (&l->dest_zero, l->pos, l->segment_end);
   if (len == 0)
-    return 0;
+    return;
   lane_prepare_op (l, op, OP_DEST_EXTENTS, NULL, l->pos, len);
+  /* Not being able to ask is no failure: the segment is zeroed as
+     before, and a broken connection shows at the next request. */
   if (job->dst->ops->extents (l->dst, len, l->pos, &l->dest_zero, op) == -1) {
-    lane_fail (l, op->kind, l->pos, len, error_get (), 0);
-    return -1;
+    extent_list_reset (&l->dest_zero, l->pos, l->pos);
+    return;
   }
   l->dest_zero_busy = true;
   lane_sent (l, op);
-  return 0;
 }
 
 void

@@ -59,10 +59,11 @@ void lane_extents_done (struct lane *l, const struct op *op);
  * forgotten, and asked again if the settings say so.
  */
 void lane_dest_zero_forget (struct lane *l);
-/* Ask the destination where [pos, segment_end) reads as zero.  -1 if
- * the request could not be sent (lane_fail has been told).
+/* Ask the destination where [pos, segment_end) reads as zero (if the
+ * request cannot be sent, nothing is known: the segment is zeroed as
+ * before).
  */
-int lane_dest_zero_fetch (struct lane *l);
+void lane_dest_zero_fetch (struct lane *l);
 /* OP, that request, finished. */
 void lane_dest_zero_done (struct lane *l, const struct op *op);
 /* How much of [OFFSET, OFFSET+LEN), from OFFSET, is of one kind: all

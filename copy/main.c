@@ -607,7 +607,7 @@ main (int argc, char **argv)
     note (opts.verbose, "--resume: the destination is no longer assumed to "
                         "read as zero (an earlier run wrote to it)");
     set.destination_is_zero = false;
-    set.ask_destination_zero = settings_ask_destination_zero (&set, dst);
+    set.ask_destination_zero = settings_ask_destination_zero (&set, src, dst);
   }
   journal_made = false; /* from now on it may record this run's work */
 

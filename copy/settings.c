@@ -257,17 +257,20 @@ settings_compute (struct settings *s, const struct options *opts,
                       "holes are still written to allocate them");
     s->destination_is_zero = false;
   }
-  s->ask_destination_zero = settings_ask_destination_zero (s, dst);
+  s->ask_destination_zero = settings_ask_destination_zero (s, src, dst);
   return 0;
 }
 
 bool
 settings_ask_destination_zero (const struct settings *s,
+                               const struct endpoint *src,
                                const struct endpoint *dst)
 {
   /* Nothing to skip when nothing is zeroed, and --allocated zeroes
      holes to allocate them.  A stream cannot skip; null:, block
-     devices and servers without block status cannot tell. */
-  return s->destination_extents && !s->destination_is_zero && !s->allocated
-         && !dst->caps.stream && dst->caps.can_extents && dst->ops->extents;
+     devices and servers without block status cannot tell.  A stream
+     source has no size to bound the segments' questions by. */
+  return !src->caps.stream && s->destination_extents && !s->destination_is_zero
+         && !s->allocated && !dst->caps.stream && dst->caps.can_extents
+         && dst->ops->extents;
 }

@@ -60,6 +60,7 @@ int settings_compute (struct settings *s, const struct options *opts,
 
 /* Whether, with S, the copy asks DST where it already reads as zero. */
 bool settings_ask_destination_zero (const struct settings *s,
+                                    const struct endpoint *src,
                                     const struct endpoint *dst);
 
 #endif
