@@ -474,6 +474,28 @@ mutation read-on-after-reply-off copy/nbd.c \
 '  c->more = false;' \
 "every reply followed by a poll and a wait: a system call more per request"
 
+mutation ring-entered-empty copy/engine.c \
+'  if (io_uring_sq_ready (ring) > 0) {' \
+'  if (true || io_uring_sq_ready (ring) > 0) {' \
+"the ring entered after every reply, with nothing to submit: a system call per request"
+
+mutation poll-before-every-read copy/nbd.c \
+'  if (!was_ready && !c->parked && !socket_readable (c->fd)) {' \
+'  if (!socket_readable (c->fd) && !was_ready && !c->parked) {' \
+"a poll of the socket before every read, even when libnbd waits for a reply"
+
+mutation bar-stars-rounded-up copy/progress.c \
+'  stars = (percent * BAR_WIDTH + 50) / 100;' \
+'  stars = (percent * BAR_WIDTH + 99) / 100;' \
+"the bar longer than its percent (22% drawn as 9 of 40, a quarter as 10)"
+
+mutation fd-progress-no-zero-first copy/progress.c \
+'  if (enabled && fd >= 0) {
+    write_fd_line (p, 0);' \
+'  if (false && enabled && fd >= 0) {
+    write_fd_line (p, 0);' \
+"--progress=FD's first line is not 0/100 as nbdcopy's"
+
 mutation never-unpark copy/nbd.c \
 '  if (c->parked)
     conn_read (c);' \
