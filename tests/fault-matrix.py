@@ -45,7 +45,7 @@
 # Environment: NBDCP, NBDKIT, QEMU_NBD, QEMU_IMG, TMPDIR; CASE (a case
 # name such as write/mid/die/retry+blkhash, or a prefix of names:
 # "write/mid" runs the cases that start so), FAULT_MATRIX_BUDGET
-# (seconds, default 300: past it no case starts, and the run says how
+# (seconds, default 90: past it no case starts, and the run says how
 # many were left out; each run starts at another place in the table;
 # 0: no limit), FAULT_MATRIX_JOBS (cases at once, default 2).
 import argparse
@@ -679,7 +679,7 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--case", default=os.environ.get("CASE") or None)
     ap.add_argument("--budget", type=float,
-                    default=float(os.environ.get("FAULT_MATRIX_BUDGET") or 300))
+                    default=float(os.environ.get("FAULT_MATRIX_BUDGET") or 90))
     ap.add_argument("--jobs", type=int,
                     default=int(os.environ.get("FAULT_MATRIX_JOBS", 2)))
     ap.add_argument("--apply", nargs=2, help=argparse.SUPPRESS)

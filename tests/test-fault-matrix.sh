@@ -20,7 +20,7 @@
 #                                     those that start so; --list in
 #                                     fault-matrix.py names them all)
 #   FAULT_MATRIX_BUDGET=S             seconds before no new case starts
-#                                     (default 300; 0: no limit); the
+#                                     (default 90; 0: no limit); the
 #                                     cases left out are counted
 #   FAULT_MATRIX_JOBS=N               cases run at once (default 2)
 . "${srcdir:-.}/tests/functions.sh"
