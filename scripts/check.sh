@@ -22,6 +22,7 @@ tsan_tests="
   tests/test-blkhash-small-blocks.sh
   tests/test-blkhash.sh
   tests/test-checkwrite.sh
+  tests/test-fault-matrix.sh
   tests/test-file-endpoints.sh
   tests/test-flush-every-connection.sh
   tests/test-interrupt.sh

@@ -514,6 +514,12 @@ def check_failure(case, what, out, stderr):
         raise Failed("the message does not match %r: %r" % (pat, msg))
 
 
+def no_sanitizer_report(stderr):
+    if re.search(r"ERROR: AddressSanitizer|runtime error:|"
+                 r"WARNING: ThreadSanitizer", stderr):
+        raise Failed("sanitizer report: " + stderr[-2000:])
+
+
 class Case:
     def __init__(self, case, fx, tmp):
         self.c, self.fx, self.tmp = case, fx, tmp
@@ -602,8 +608,7 @@ class Case:
             if what is None:
                 raise Failed("the fault never fired (the case proves nothing); "
                              "exit %d: %s" % (r, err[-500:]))
-            if "ERROR: AddressSanitizer" in err or "runtime error:" in err:
-                raise Failed("sanitizer report: " + err[-2000:])
+            no_sanitizer_report(err)
             if r not in statuses:
                 raise Failed("exit %d, expected %s: %s" % (
                     r, " or ".join(map(str, sorted(statuses))), err[-800:]))
@@ -645,6 +650,7 @@ class Case:
                 s.start()
             argv = self.command(src, dst)
             r, out, err = self.copy(argv, [src, dst], False)
+            no_sanitizer_report(err)
             if r != 0:
                 raise Failed("the resumed run failed, exit %d: %s" %
                              (r, err[-800:]))
