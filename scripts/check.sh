@@ -24,6 +24,7 @@ tsan_tests="
   tests/test-blkhash.sh
   tests/test-checkwrite.sh
   tests/test-destination-reads-zero.sh
+  tests/test-fault-matrix.sh
   tests/test-file-endpoints.sh
   tests/test-flush-every-connection.sh
   tests/test-interrupt.sh

@@ -524,6 +524,45 @@ mutation retries-count-only-connected copy/lane_recover.c \
     l->stats.retries++;' \
 "only the first attempt after each break is counted: the failed reconnection attempts are missing from \"retries\""
 
+# Written for the fault matrix (test-fault-matrix.sh): failure points
+# no other test reached, and features that meet only when a server
+# fails.  The matrix's cases that catch them, in the same order:
+# flush/checkpoint/die/retry (exit 0, data lost) and
+# flush/checkpoint/error/resume (the journal lists a segment not in
+# the file); flush/checkpoint/error/resume; flush/final/die/retry;
+# write/mid/die/retry+blkhash (the checksum differs).
+mutation flush-error-taken-as-flushed copy/lane.c \
+'      if (!l->broken)
+        l->state = LANE_DONE;
+      break;
+    }' \
+'      if (!l->broken)
+        l->state = LANE_DONE;
+    }' \
+"a flush that failed (or whose server died) hands its segments over as done: the journal lists them, --retry never copies them again"
+
+mutation journal-at-flush-sent copy/lane.c \
+'  lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
+  l->state = next;' \
+'  lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
+  if (job->journal && l->nunflushed > 0)
+    job_segments_flushed (job, l->unflushed, l->nunflushed);
+  l->state = next;' \
+"--resume's journal is given a checkpoint's segments when the flush is sent, not when it succeeds"
+
+mutation rewind-forgets-unflushed copy/lane_recover.c \
+'  for (unsigned i = 0; i < l->nunflushed; i++)
+    l->redo[l->nredo++] = l->unflushed[i];
+  if (l->segment != NO_SEGMENT)' \
+'  if (l->segment != NO_SEGMENT)' \
+"--retry copies again only the segment it was in, not the finished ones a destination that died has lost"
+
+mutation retry-hash-not-restarted copy/lane_recover.c \
+'    if (job->hash)
+      blkhash_restart_segment (&l->hash, l->redo[i]);' \
+'    (void) 0;' \
+"with --retry --blkhash a segment copied again is hashed again over what its first attempt hashed"
+
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
 ' \
@@ -666,6 +705,9 @@ unit_tests=$(awk '/^check_PROGRAMS = /{on = 1} on {print; if ($0 !~ /\\$/) exit}
   "$top/Makefile.am" | grep -o 'tests/test-[A-Za-z0-9_-]*' || :)
 
 timeout_s=${MUTATION_TIMEOUT:-300}
+# The fault matrix runs all its cases on a mutant, not as many as its
+# time budget allows from a place that changes per run.
+export FAULT_MATRIX_BUDGET=${FAULT_MATRIX_BUDGET:-0}
 confirm=${MUTATION_CONFIRM:-1}
 jobs=$(nproc 2>/dev/null || echo 2)
 
