@@ -84,7 +84,7 @@ def draw_layout(rng, size):
     'data' (random bytes), 'hole' (never written) or 'zero' (zeroes
     written, so allocated)."""
     shape = rng.choice(["random", "random", "random", "every-other-4k",
-                        "unaligned", "all-data", "all-hole"])
+                        "unaligned", "all-data", "all-hole", "striped"])
     out = []
     off = 0
     data_left = DATA_CAP
@@ -96,6 +96,12 @@ def draw_layout(rng, size):
         elif shape == "all-data":
             length = size
             kind = "data"
+        elif shape == "striped":
+            # Data whose 4K blocks are zero every other one (or every
+            # few): zero detection splits a buffer into many runs, more
+            # than a buffer has room for at large requests.
+            length = min(size, rng.choice([4, 8, 16]) * MIB)
+            kind = "striped"
         elif shape == "all-hole":
             length = size
             kind = "hole"
@@ -106,7 +112,7 @@ def draw_layout(rng, size):
                 length = 512 * log_uniform(rng, 1, 64 * MIB // 512)
             kind = rng.choices(["data", "hole", "zero"], [4, 4, 2])[0]
         length = min(length, size - off)
-        if kind == "data":
+        if kind in ("data", "striped"):
             if data_left <= 0:
                 kind = "hole"
             else:
@@ -120,6 +126,8 @@ def draw_layout(rng, size):
 def draw_options(rng, dst_kind, dst_fresh, src_stream):
     opts = []
     request_size = 512 << rng.randint(0, 16)  # 512 to 32M
+    if rng.random() < 0.3:
+        request_size = 512 << rng.randint(11, 16)  # 1M to 32M, often
     if rng.random() < 0.6:
         opts.append("--request-size=%d" % request_size)
     else:
@@ -262,6 +270,12 @@ def write_source(path, case):
             f.seek(off)
             if kind == "zero":
                 f.write(bytes(length))
+            elif kind == "striped":
+                period = rng.choice([2, 2, 3, 5])
+                chunk = bytearray(rng.randbytes(length))
+                for z in range(0, length, 4096 * period):
+                    chunk[z:z + 4096] = bytes(len(chunk[z:z + 4096]))
+                f.write(chunk)
             else:
                 # Random bytes, but with a zero 4K block now and then for
                 # zero detection to find inside data.
@@ -272,7 +286,8 @@ def write_source(path, case):
                 f.write(chunk)
     with open(path + ".extents", "w") as f:
         for off, length, kind in case["layout"]:
-            t = {"data": "", "hole": "hole,zero", "zero": "zero"}[kind]
+            t = {"data": "", "striped": "", "hole": "hole,zero",
+                 "zero": "zero"}[kind]
             f.write("%d %d %s\n" % (off, length, t))
 
 
