@@ -30,7 +30,7 @@ caught ()
 # copies take a minute or more, and stuck requests a minute; 20 s is
 # generous for a loaded machine).
 after=0.5
-ready_log=
+ready_log= ready_file=
 caught_or_ended ()
 {
   caught "$1" "$2" || ! kill -0 "$1" 2>/dev/null
@@ -44,6 +44,9 @@ interrupt ()
   wait_until 60 caught_or_ended "$pid" "$sig" || :
   if [ -n "$ready_log" ]; then
     wait_for_requests "$ready_log" 1
+  fi
+  if [ -n "$ready_file" ]; then
+    wait_until 60 test -s "$ready_file" || fail "$ready_file never written"
   fi
   sleep "$after"
   kill -0 "$pid" 2>/dev/null || {
@@ -159,7 +162,10 @@ fi
 # Signals before the copy starts, while a subprocess server is still
 # starting or answering its handshake: nbdcp ends the server and removes
 # the directory of its socket (the server writes the socket's path, from
-# /proc/net/unix, to sockpath before it starts).
+# /proc/net/unix, to sockpath before it starts).  The signal waits for
+# sockpath (the server is starting) or for nbdkit's pid file (it
+# listens, and delays the handshake), not only for a fixed time: on a
+# loaded machine the server may not have run at all after 0.5 s.
 sockpath='i=$(stat -L -c %i /proc/self/fd/3);
   awk -v i="$i" "\$7 == i { print \$8 }" /proc/net/unix >"$0"'
 check_left ()
@@ -179,6 +185,7 @@ for sig in TERM INT QUIT HUP; do
   # A server slow to start (the shell is the server until it execs) ...
   marker="$tmp/starting-$sig.marker"
   rm -f "$tmp/sockpath"
+  ready_file=$tmp/sockpath
   interrupt $sig $status -- \
     [ sh -c "$sockpath; sleep 10; exec nbdkit memory 1G" "$tmp/sockpath" \
       "$marker" ] null:
@@ -188,9 +195,11 @@ for sig in TERM INT QUIT HUP; do
   marker="$tmp/handshake-$sig.pid"
   rm -f "$tmp/sockpath"
   fresh_psrc
+  ready_file=$marker
   interrupt $sig $status -- "$psrc" \
     [ sh -c "$sockpath; exec $NBDKIT --pidfile=$marker --filter=delay \
       memory $size delay-open=10" "$tmp/sockpath" ]
+  ready_file=
   check_left "SIG$sig during the handshake"
 done
 
