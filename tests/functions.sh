@@ -84,15 +84,82 @@ uri_of ()
   echo "nbd+unix:///?socket=$1"
 }
 
-# Wait until Unix socket $1 exists (the server is listening).
+# wait_until SECONDS CMD ARGS...: run CMD every 50 ms until it succeeds;
+# return 1 if it has not within SECONDS (a bound for a loaded machine,
+# not a guess of how long the event takes).
+wait_until ()
+{
+  local seconds=$1 end
+  shift
+  end=$(($(date +%s%N) + seconds * 1000000000))
+  until "$@"; do
+    [ "$(date +%s%N)" -lt "$end" ] || { "$@" && return 0; return 1; }
+    sleep 0.05
+  done
+}
+
+# Wait (60 s at most) until Unix socket $1 exists.  start_nbdkit also
+# waits for the server's pid file, which nbdkit writes once it listens.
 wait_for_socket ()
 {
-  local i
-  for i in $(seq 1 100); do
-    [ -S "$1" ] && return 0
-    sleep 0.1
-  done
-  fail "server socket $1 did not appear"
+  wait_until 60 test -S "$1" || fail "server socket $1 did not appear"
+}
+
+# wait_for_log_line FILE PATTERN [SECONDS]: wait (60 s by default) until
+# a line of FILE matches PATTERN (grep -E): a server's log, nbdcp's -v
+# output or its progress lines.  Fails the test, naming FILE, if none
+# does in time.
+wait_for_log_line ()
+{
+  wait_until "${3:-60}" grep -Eq -- "$2" "$1" 2>/dev/null ||
+    fail "no line matching '$2' in $1 after ${3:-60} s"
+}
+
+# logged_requests LOG [KINDS [FROM]]: how many requests of KINDS (an
+# ERE of names, by default any: Read|Write|Zero|Trim|Flush|Extents|Cache)
+# at offset FROM (decimal) or beyond nbdkit's log filter wrote to LOG as
+# they arrived (so those still in flight count; their replies do not).
+logged_requests ()
+{
+  [ -f "$1" ] || { echo 0; return; }
+  awk "$AWK_HEX"'
+    $4 ~ "^(" kinds ")$" {
+      off = 0
+      for (i = 5; i <= NF; i++)
+        if ($i ~ /^offset=/) off = hex(substr($i, 8))
+      if (off >= from) n++
+    }
+    END { print n + 0 }' kinds="${2:-$_REQUEST_KINDS}" from="${3:-0}" "$1"
+}
+
+_REQUEST_KINDS='Read|Write|Zero|Trim|Flush|Extents|Cache'
+
+# wait_for_requests LOG N [KINDS [FROM [SECONDS]]]: wait (60 s by
+# default) until logged_requests LOG KINDS FROM is N or more: a server
+# has been sent N requests, so a copy is under way (or has got as far
+# as FROM) whatever the machine's load.  Fails the test if not in time.
+wait_for_requests ()
+{
+  local log=$1 n=$2 kinds=${3:-$_REQUEST_KINDS} from=${4:-0} seconds=${5:-60}
+  wait_until "$seconds" _requests_at_least "$log" "$n" "$kinds" "$from" ||
+    fail "$log: fewer than $n $kinds requests from offset $from after $seconds s"
+}
+
+_requests_at_least ()
+{
+  [ "$(logged_requests "$1" "$3" "$4")" -ge "$2" ]
+}
+
+# wait_for_exit PID [SECONDS]: wait (60 s by default) until process PID,
+# a child of this shell or not (a server killed with SIGKILL), is gone.
+wait_for_exit ()
+{
+  wait_until "${2:-60}" _gone "$1" || fail "process $1 did not end"
+}
+
+_gone ()
+{
+  ! kill -0 "$1" 2>/dev/null
 }
 
 # start_nbdkit NAME ARGS...: start nbdkit on socket $tmp/NAME.sock in the
@@ -101,10 +168,26 @@ start_nbdkit ()
 {
   local name=$1
   shift
-  "$NBDKIT" -f --exit-with-parent -U "$tmp/$name.sock" "$@" \
-    2>>"$tmp/$name.err" &
+  rm -f "$tmp/$name.pid"
+  "$NBDKIT" -f --exit-with-parent -U "$tmp/$name.sock" \
+    -P "$tmp/$name.pid" "$@" 2>>"$tmp/$name.err" &
   _pids+=($!)
-  wait_for_socket "$tmp/$name.sock"
+  # nbdkit writes its pid file after listen(2): the socket file alone
+  # appears at bind(2), when a connection would still be refused.
+  wait_until 60 _nbdkit_listening $! "$tmp/$name" ||
+    fail "nbdkit $name is not listening on $tmp/$name.sock after 60 s"
+}
+
+# _nbdkit_listening PID BASE: nbdkit PID listens on BASE.sock (its pid
+# file BASE.pid is written); fails the test at once if it has died.
+_nbdkit_listening ()
+{
+  [ -S "$2.sock" ] && [ -s "$2.pid" ] && return 0
+  kill -0 "$1" 2>/dev/null || {
+    cat "$2.err" >&2
+    fail "nbdkit ${2##*/} died before it listened on $2.sock"
+  }
+  return 1
 }
 
 # nbdkit_on_port NAME PORT ARGS...: nbdkit on 127.0.0.1:PORT, killed

@@ -4,28 +4,38 @@
 # signal, never a hang) and one line naming the operation on that side.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter delay
+requires_nbdkit_filter log
 requires_nbdkit_plugin sparse-random
 requires_nbdkit_plugin memory
 requires "$QEMU_IMG"
 
 size=512M
 
-# kill_mid_copy SIDE DELAY_SECONDS NBDCP_ARGS...: nbdcp runs in the
-# background; after DELAY_SECONDS the server started last (the SIDE
-# that is slow) gets SIGKILL; nbdcp must then exit 1 within 10 s.
+# kill_mid_copy SIDE WHEN NBDCP_ARGS...: nbdcp runs in the background;
+# the server started last (the SIDE that is slow, logging to
+# $tmp/$name.log) gets SIGKILL once its log shows the copy under way:
+# WHEN is "sent" (requests have arrived, none answered yet) or "answered"
+# (some were answered, more are in flight).  Not after a fixed sleep: on
+# a loaded machine nbdcp may not even have connected by then, and the
+# test would see "cannot connect" instead.  nbdcp must then exit 1; the
+# bound of 30 s is generous for a loaded machine and still far below
+# the copy's length (8 s or more unkilled, forever when hung).
 kill_mid_copy ()
 {
-  local side=$1 delay=$2 server=${_pids[-1]} pid r=0 i t0 t1
+  local side=$1 when=$2 server=${_pids[-1]} log=$tmp/$name.log pid r=0 t0 t1
   shift 2
   "$NBDCP" "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
-  sleep "$delay"
+  case $when in
+    sent) wait_for_requests "$log" 2 "$kinds" ;;
+    answered) wait_for_log_line "$log" "\.\.\.($kinds) id=[0-9]+ return=0" ;;
+  esac
   kill -0 "$pid" 2>/dev/null ||
     fail "nbdcp ended before the $side server was killed (too fast a server?)"
   kill -9 "$server"
   t0=$(date +%s.%N)
-  ends_within "$pid" 10 ||
-    fail "nbdcp still running 10 s after the $side server was killed: $*"
+  ends_within "$pid" 30 ||
+    fail "nbdcp still running 30 s after the $side server was killed: $*"
   wait "$pid" || r=$?
   t1=$(date +%s.%N)
   wait "$server" 2>/dev/null || :
@@ -42,32 +52,38 @@ kill_mid_copy ()
       grep -Eq '^nbdcp: destination ((write|zero) at offset [0-9]+ length [0-9]+|flush) failed: .+$' "$tmp/err" ||
         fail "message does not name a destination operation: $*" ;;
   esac
-  echo "$side killed after ${delay}s: exit $r after $(echo "$t1 - $t0" | bc) s"
+  echo "$side killed with requests $when: exit $r after $(echo "$t1 - $t0" | bc) s"
 }
 
 # A healthy memory destination, and a source whose reads take 1 s each
 # (at most 4 connections x 32 requests x 512 KiB per second: 8 s or more
-# for the disk).
+# for the disk), logged in front of the delay (requests as they arrive).
 start_nbdkit dst memory size=$size
 dst=$(uri_of "$tmp/dst.sock")
 n=0
-for delay in 0.3 1; do
+kinds='Read'
+for when in sent answered; do
   for opts in "" "-C 1 -R 4"; do
     n=$((n + 1))
-    start_nbdkit src$n -r --filter=delay \
-      sparse-random size=$size seed=$n percent=100 rdelay=1
-    kill_mid_copy source $delay $opts "$(uri_of "$tmp/src$n.sock")" "$dst"
+    name=src$n
+    start_nbdkit $name -r --filter=log --filter=delay \
+      sparse-random size=$size seed=$n percent=100 rdelay=1 \
+      logfile="$tmp/$name.log"
+    kill_mid_copy source $when $opts "$(uri_of "$tmp/$name.sock")" "$dst"
   done
 done
 
 # A healthy source, and a destination whose writes and zeroes take 1 s.
 start_nbdkit src -r sparse-random size=$size seed=1 percent=100
 src=$(uri_of "$tmp/src.sock")
-for delay in 0.3 1; do
+kinds='Write|Zero'
+for when in sent answered; do
   for opts in "" "-C 1 -R 4"; do
     n=$((n + 1))
-    start_nbdkit dst$n --filter=delay memory size=$size wdelay=1
-    kill_mid_copy destination $delay $opts "$src" "$(uri_of "$tmp/dst$n.sock")"
+    name=dst$n
+    start_nbdkit $name --filter=log --filter=delay memory size=$size \
+      wdelay=1 logfile="$tmp/$name.log"
+    kill_mid_copy destination $when $opts "$src" "$(uri_of "$tmp/$name.sock")"
   done
 done
 

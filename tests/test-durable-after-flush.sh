@@ -23,10 +23,13 @@ copy_and_crash ()
   local name=$1 pid
   shift
   truncate -s $size "$tmp/$name.img"
-  "$NBDKIT" -f --exit-with-parent -U "$tmp/$name.sock" --filter=cache \
-    file "$tmp/$name.img" cache=writeback 2>>"$tmp/$name.err" &
+  "$NBDKIT" -f --exit-with-parent -U "$tmp/$name.sock" -P "$tmp/$name.pid" \
+    --filter=cache file "$tmp/$name.img" cache=writeback \
+    2>>"$tmp/$name.err" &
   pid=$!
-  wait_for_socket "$tmp/$name.sock"
+  # The pid file is written once nbdkit listens (the socket file
+  # appears before, when a connection is still refused).
+  wait_until 60 test -s "$tmp/$name.pid" || fail "$name: nbdkit did not start"
   timeout 120 "$@" "$src" "$(uri_of "$tmp/$name.sock")" ||
     fail "$name: the copy failed"
   kill -KILL $pid

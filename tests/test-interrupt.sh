@@ -24,26 +24,37 @@ caught ()
 # interrupt SIGNAL STATUS NBDCP_ARGS...: start nbdcp in the background,
 # send SIGNAL $after seconds after nbdcp is ready for it (it catches
 # signals from its start, but on a loaded machine starting can take
-# longer than $after), and expect exit STATUS within 5 s.
+# longer than $after) or, if $ready_log is set, $after seconds after
+# that nbdkit log shows a request (the request is then known to have
+# waited that long), and expect exit STATUS within 20 s (promptly: the
+# copies take a minute or more, and stuck requests a minute; 20 s is
+# generous for a loaded machine).
 after=0.5
+ready_log= ready_file=
+caught_or_ended ()
+{
+  caught "$1" "$2" || ! kill -0 "$1" 2>/dev/null
+}
 interrupt ()
 {
-  local sig=$1 status=$2 pid i r=0
+  local sig=$1 status=$2 pid r=0
   shift 2
   "$NBDCP" "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
-  for i in $(seq 1 100); do
-    caught "$pid" "$sig" && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_until 60 caught_or_ended "$pid" "$sig" || :
+  if [ -n "$ready_log" ]; then
+    wait_for_requests "$ready_log" 1
+  fi
+  if [ -n "$ready_file" ]; then
+    wait_until 60 test -s "$ready_file" || fail "$ready_file never written"
+  fi
   sleep "$after"
   kill -0 "$pid" 2>/dev/null || {
     cat "$tmp/err" >&2
     fail "nbdcp ended before SIG$sig was sent: $*"
   }
   kill -"$sig" "$pid"
-  ends_within "$pid" 5 || fail "nbdcp still running 5 s after SIG$sig: $*"
+  ends_within "$pid" 20 || fail "nbdcp still running 20 s after SIG$sig: $*"
   wait "$pid" || r=$?
   [ "$r" -eq "$status" ] || {
     cat "$tmp/err" >&2
@@ -99,14 +110,19 @@ run_nbdcp "$psrc" "$slowdst"
 check_same "$psrc" "$slowdst" "to the slow destination"
 
 # A destination that has stopped answering (writes take a minute): the
-# message names the request that had waited, and for how long.
-start_nbdkit stuck --filter=delay memory size=$size wdelay=60
-after=6
+# message names the request that had waited, and for how long.  The
+# signal comes 6 s after the first write reached the server (its log
+# is in front of the delay), so the oldest request has waited at least
+# that (5 s or more is accepted), however slowly nbdcp started.
+requires_nbdkit_filter log
+start_nbdkit stuck --filter=log --filter=delay memory size=$size wdelay=60 \
+  logfile="$tmp/stuck.log"
+after=6 ready_log=$tmp/stuck.log
 fresh_psrc
 interrupt TERM 143 -C 1 "$psrc" "$(uri_of "$tmp/stuck.sock")"
 grep -Eq 'the oldest request, destination write at offset [0-9]+ length [0-9]+, had waited ([5-9]|[1-9][0-9])\.[0-9] s for a reply$' "$tmp/err" ||
   fail "the stuck request is not named: $(cat "$tmp/err")"
-after=0.5
+after=0.5 ready_log=
 
 # A subprocess source, marked by its pid file path.  nbdcp must end it.
 for sig in INT TERM; do
@@ -146,7 +162,10 @@ fi
 # Signals before the copy starts, while a subprocess server is still
 # starting or answering its handshake: nbdcp ends the server and removes
 # the directory of its socket (the server writes the socket's path, from
-# /proc/net/unix, to sockpath before it starts).
+# /proc/net/unix, to sockpath before it starts).  The signal waits for
+# sockpath (the server is starting) or for nbdkit's pid file (it
+# listens, and delays the handshake), not only for a fixed time: on a
+# loaded machine the server may not have run at all after 0.5 s.
 sockpath='i=$(stat -L -c %i /proc/self/fd/3);
   awk -v i="$i" "\$7 == i { print \$8 }" /proc/net/unix >"$0"'
 check_left ()
@@ -166,6 +185,7 @@ for sig in TERM INT QUIT HUP; do
   # A server slow to start (the shell is the server until it execs) ...
   marker="$tmp/starting-$sig.marker"
   rm -f "$tmp/sockpath"
+  ready_file=$tmp/sockpath
   interrupt $sig $status -- \
     [ sh -c "$sockpath; sleep 10; exec nbdkit memory 1G" "$tmp/sockpath" \
       "$marker" ] null:
@@ -175,9 +195,11 @@ for sig in TERM INT QUIT HUP; do
   marker="$tmp/handshake-$sig.pid"
   rm -f "$tmp/sockpath"
   fresh_psrc
+  ready_file=$marker
   interrupt $sig $status -- "$psrc" \
     [ sh -c "$sockpath; exec $NBDKIT --pidfile=$marker --filter=delay \
       memory $size delay-open=10" "$tmp/sockpath" ]
+  ready_file=
   check_left "SIG$sig during the handshake"
 done
 

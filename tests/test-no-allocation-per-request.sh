@@ -19,13 +19,8 @@ count ()
 {
   local size=$1 xt=$tmp/xt-$1.kcg
   rm -f "$tmp"/*.sock
-  "$NBDKIT" -U "$tmp/src.sock" -r -f --exit-with-parent \
-    sparse-random size="$size" percent=2 seed=42 &
-  _pids+=($!)
-  "$NBDKIT" -U "$tmp/dst.sock" -f --exit-with-parent null size="$size" &
-  _pids+=($!)
-  wait_for_socket "$tmp/src.sock"
-  wait_for_socket "$tmp/dst.sock"
+  start_nbdkit src -r sparse-random size="$size" percent=2 seed=42
+  start_nbdkit dst null size="$size"
   timeout 300 "${VALGRIND:-valgrind}" -q --error-exitcode=99 \
     --xtree-memory=full --xtree-memory-file="$xt" \
     "$NBDCP" -C 2 -T 2 "$(uri_of "$tmp/src.sock")" "$(uri_of "$tmp/dst.sock")" ||

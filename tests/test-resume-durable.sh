@@ -134,6 +134,11 @@ check_flushed_after_writes ()
   }
 }
 
+_waited_or_ended ()
+{
+  eval "$1" || ! kill -0 "$2" 2>/dev/null
+}
+
 # crash_and_resume NAME MIN_DONE WAIT_FOR NBDCP_ARGS...: copy into a
 # fresh file through a writeback cache; once WAIT_FOR (a command) is
 # true, kill the destination with SIGKILL; check the journal against
@@ -151,11 +156,9 @@ crash_and_resume ()
   timeout 120 "$NBDCP" -C 2 --resume="$j" "$@" "$src" "$dst" \
     2>"$tmp/$name.err1" &
   local copy=$!
-  for i in $(seq 1 600); do
-    eval "$wait_for" && break
-    kill -0 $copy 2>/dev/null || break
-    sleep 0.02
-  done
+  # WAIT_FOR, or the copy ended: 60 s at most (the copy takes about 2 s
+  # unloaded; the checks below fail if the kill came too late).
+  wait_until 60 _waited_or_ended "$wait_for" $copy || :
   kill -KILL $pid_dst
   wait $pid_dst 2>/dev/null || :
   wait $copy || r=$?

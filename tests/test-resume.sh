@@ -12,9 +12,10 @@ size=$((1024 * 1024 * 1024))
 seg=$((128 * 1024 * 1024))
 start_nbdkit plain sparse-random $size seed=11 percent=40
 plain=$(uri_of "$tmp/plain.sock")
-# The source the copies read: the same disk, slowly (about 100 MB/s).
+# The source the copies read: the same disk, slowly (about 100 MB/s);
+# writing a rate into $tmp/rate slows it down further.
 start_nbdkit src --filter=rate sparse-random $size seed=11 percent=40 \
-  rate=800M
+  rate=800M rate-file="$tmp/rate"
 src=$(uri_of "$tmp/src.sock")
 truncate -s $size "$tmp/dst.img"
 start_nbdkit dst --filter=log file "$tmp/dst.img" logfile="$tmp/dst.log"
@@ -30,21 +31,27 @@ segments_done ()
 }
 
 # 1. Interrupted once more than half the segments are done (each lane
-# flushes after every segment with --checkpoint=128M).
+# flushes after every segment with --checkpoint=128M).  The source is
+# then slowed to a trickle before the signal, so that on a loaded
+# machine, where the signal may come late, the copy does not finish
+# meanwhile (it could, at 0.5 s a segment).
 r=0
 timeout 120 "$NBDCP" -C 2 -T 2 --resume="$j" --checkpoint=128M "$src" "$dst" \
   2>"$tmp/err1" &
 copy=$!
-for i in $(seq 1 600); do
-  [ "$(segments_done)" -ge 5 ] && break
-  kill -0 $copy 2>/dev/null || break
-  sleep 0.05
-done
+five_done ()
+{
+  [ "$(segments_done)" -ge 5 ] || ! kill -0 $copy 2>/dev/null
+}
+wait_until 60 five_done || :
+echo 8K >"$tmp/rate.new"
+mv "$tmp/rate.new" "$tmp/rate"
 kill -INT $copy 2>/dev/null || :
 wait $copy || r=$?
 [ $r -eq 130 ] || { cat "$tmp/err1" >&2; fail "interrupted run: exit $r"; }
 [ -f "$j" ] || fail "no journal after the interrupted run"
 done1=$(segments_done)
+echo "interrupted with $done1 segments done"
 [ "$done1" -ge 5 ] && [ "$done1" -lt 8 ] ||
   fail "interrupted run: $done1 segments done (expected 5 to 7)"
 head -1 "$j" | grep -qx "nbdcp journal 1" || fail "journal: bad first line"
@@ -53,7 +60,7 @@ cp "$j" "$tmp/saved.journal"
 # rate filter: serve the source afresh, on the same socket.
 kill "${_pids[1]}" 2>/dev/null || :
 wait "${_pids[1]}" 2>/dev/null || :
-rm -f "$tmp/src.sock"
+rm -f "$tmp/src.sock" "$tmp/rate"
 start_nbdkit src --filter=rate sparse-random $size seed=11 percent=40 \
   rate=800M
 

@@ -101,10 +101,12 @@ run_nbdcp "$src" "$dst"
 same "a retry after some reads failed"
 
 # 5. A destination that stopped answering (--timeout), then answers.
+# (--timeout also bounds the handshake: 2 s, not 1, so that a handshake
+# slowed by a loaded machine is not what times out.)
 junk
 start_dst --filter=delay file "$tmp/dst.img" delay-write=30
 expect_fail 'no reply in .*\(--timeout\)' \
-  "$NBDCP" --timeout=1 "$src" "$dst"
+  "$NBDCP" --timeout=2 "$src" "$dst"
 start_dst file "$tmp/dst.img"
 differs "a timeout"
 run_nbdcp --timeout=5 "$src" "$dst"

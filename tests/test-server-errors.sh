@@ -61,14 +61,28 @@ check_same "$src" "$dst" "the healthy pair"
 
 # Errors that start in the middle of a copy (error-file appears), while
 # requests are in flight on every connection: still exit 1, no hang.
-start_nbdkit midway -r --filter=error --filter=delay sparse-random \
-  size=1G percent=100 seed=7 rdelay=100ms \
-  error-pread=EIO error-pread-rate=100% error-pread-file="$tmp/inject"
+# The errors start once the log (in front of the other filters) shows
+# reads on four connections, not after a fixed time, which on a loaded
+# machine could pass before nbdcp had even connected.
+requires_nbdkit_filter log
+requires_nbdkit_filter delay
+start_nbdkit midway -r --filter=log --filter=error --filter=delay \
+  sparse-random size=1G percent=100 seed=7 rdelay=100ms \
+  error-pread=EIO error-pread-rate=100% error-pread-file="$tmp/inject" \
+  logfile="$tmp/midway.log"
 start_nbdkit bigdst memory size=1G
 timeout 60 "$NBDCP" -C 4 -T 4 "$(uri_of "$tmp/midway.sock")" \
   "$(uri_of "$tmp/bigdst.sock")" 2>"$tmp/midway.err" &
 copier=$!
-sleep 0.5
+# reading_on_four: reads have come on four connections (or nbdcp ended).
+reading_on_four ()
+{
+  ! kill -0 $copier 2>/dev/null ||
+    [ "$(awk '$4 == "Read" && !c[$3]++ { n++ } END { print n + 0 }' \
+         "$tmp/midway.log")" -ge 4 ]
+}
+wait_until 60 reading_on_four || fail "mid-copy read errors: no reads on four connections"
+kill -0 $copier 2>/dev/null || fail "mid-copy read errors: nbdcp ended too soon"
 touch "$tmp/inject"
 r=0
 wait "$copier" || r=$?

@@ -14,15 +14,16 @@ MiB=$((1024 * 1024))
 # marker "$tmp/sub-" finds them in the process list.
 marker="$tmp/sub-"
 
-# No subprocess server may outlive nbdcp (a short grace for the exit
-# to be reaped).
+# No subprocess server may outlive nbdcp (a grace of 10 s for the exit
+# to be reaped, generous for a loaded machine).
+none_left ()
+{
+  ! pgrep -f -- "$marker" >/dev/null
+}
 no_leftover ()
 {
-  local what=$1 i f
-  for i in $(seq 1 20); do
-    pgrep -f -- "$marker" >/dev/null || break
-    sleep 0.1
-  done
+  local what=$1 f
+  wait_until 10 none_left || :
   if pgrep -af -- "$marker"; then
     pkill -f -- "$marker" || :
     fail "$what: a subprocess server is still running"
@@ -118,14 +119,17 @@ no_leftover "server failing to start"
 [ ! -e "$tmp/out3" ] || [ ! -s "$tmp/out3" ] ||
   fail "server failing to start: the destination got data"
 # Interrupted in the middle of a copy (a slow source): exit 128+15,
-# and the servers are gone.
-"$NBDCP" -- [ nbdkit -r -P "${marker}14.pid" --filter=delay pattern size=1G rdelay=1 ] \
+# and the servers are gone.  The signal comes once both servers have
+# written their pid files and the source's log shows reads (the copy is
+# under way), not after a fixed time that a loaded machine may outrun.
+requires_nbdkit_filter log
+"$NBDCP" -- [ nbdkit -r -P "${marker}14.pid" --filter=log --filter=delay \
+  pattern size=1G rdelay=1 logfile="$tmp/term.log" ] \
   [ nbdkit -P "${marker}15.pid" memory size=1G ] 2>"$tmp/term.err" & pid=$!
-for i in $(seq 1 30); do
-  [ -s "${marker}14.pid" ] && [ -s "${marker}15.pid" ] && break
-  sleep 0.1
-done
-sleep 0.5
+wait_until 60 test -s "${marker}14.pid" || fail "SIGTERM: no source pid file"
+wait_until 60 test -s "${marker}15.pid" || fail "SIGTERM: no destination pid file"
+wait_for_requests "$tmp/term.log" 1 Read
+kill -0 $pid 2>/dev/null || fail "SIGTERM: nbdcp ended before the signal"
 kill -TERM $pid
 r=0
 timeout 20 tail --pid=$pid -f /dev/null || fail "SIGTERM: nbdcp did not exit"
@@ -135,16 +139,17 @@ echo "interrupted copy: exit $r, stderr: $(grep '^nbdcp:' "$tmp/term.err" || :)"
 no_leftover "interrupted copy"
 
 # Commands that exit at once (not found, or no server at all): exit 1
-# within seconds, every time.  Repeated, because it is a race: the
+# within seconds, every time (30 s at most: an ASan nbdcp on a loaded
+# machine took over 10; a handshake spinning to its deadline takes 60).  Repeated, because it is a race: the
 # socket can be closed while the connect is still in progress, and the
 # handshake must not then spin on POLLERR|POLLHUP until its deadline.
 for i in $(seq 1 30); do
   for cmd in "$tmp/no-such-command" true; do
     r=0
-    timeout 10 "$NBDCP" [ "$cmd" ] "$tmp/out4" 2>"$tmp/dead.err" || r=$?
+    timeout 30 "$NBDCP" [ "$cmd" ] "$tmp/out4" 2>"$tmp/dead.err" || r=$?
     [ $r -eq 1 ] || {
       cat "$tmp/dead.err" >&2
-      fail "[ $cmd ] (try $i): exit $r, not 1$([ $r -eq 124 ] && echo ': no answer within 10s')"
+      fail "[ $cmd ] (try $i): exit $r, not 1$([ $r -eq 124 ] && echo ': no answer within 30s')"
     }
     grep -q '^nbdcp: ' "$tmp/dead.err" || fail "[ $cmd ]: no nbdcp: message"
   done
