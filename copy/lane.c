@@ -32,15 +32,18 @@
 #include "minmax.h"
 #include "sparse.h"
 
+/* Start segment INDEX: FRESH if no lane had it before (not one to copy
+ * again after a reconnection).
+ */
 static void
-lane_start_segment (struct lane *l, uint64_t index)
+lane_start_segment (struct lane *l, uint64_t index, bool fresh)
 {
   l->pos = index * SEGMENT_SIZE;
   l->segment_end
       = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size));
   /* Tracked only where segments must be flushed to be done. */
   l->segment = l->set->checkpoint ? index : NO_SEGMENT;
-  lane_dest_zero_forget (l);
+  lane_dest_zero_forget (l, index, fresh);
 }
 
 /* Take the next segment: one to copy again (--retry), else the next
@@ -61,7 +64,7 @@ lane_take_segment (struct lane *l)
   if (l->nredo > 0) {
     index = l->redo[0];
     memmove (l->redo, l->redo + 1, --l->nredo * sizeof *l->redo);
-    lane_start_segment (l, index);
+    lane_start_segment (l, index, false);
     return true;
   }
   for (;;) {
@@ -88,7 +91,7 @@ lane_take_segment (struct lane *l)
     l->stats.resumed_bytes += len;
     job_count_done (job, start, len);
   }
-  lane_start_segment (l, index);
+  lane_start_segment (l, index, true);
   return true;
 }
 

@@ -81,6 +81,10 @@ struct lane {
   struct extent_list dest_zero;
   struct op dest_zero_op;
   bool dest_zero_wanted, dest_zero_busy;
+  /* Learnt past the segment: [ahead_from, ahead_to) read as zero when
+     segments from ahead_untaken on had not been taken by any lane. */
+  uint64_t dest_zero_ahead_from, dest_zero_ahead_to;
+  uint64_t dest_zero_ahead_untaken;
 
   int64_t rate_wait_ms; /* --rate holds the next read until then, or 0 */
 

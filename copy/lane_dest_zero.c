@@ -4,11 +4,16 @@
  * as much as the rest of the copy.
  *
  * When a lane starts a segment it asks the destination, in one request
- * for the whole segment (NBD block status, SEEK_DATA/SEEK_HOLE on a
- * file), where it reads as zero, before anything of the segment is
- * written.  Only this lane writes to its segment, so the answer stays
- * true for the segment's zero requests: a range that reads as zero and
- * that the source has as a hole or zero run is left alone.  A range the
+ * for a window of DEST_ZERO_WINDOW from the segment's start (NBD block
+ * status, SEEK_DATA/SEEK_HOLE on a file), where it reads as zero, before
+ * anything of the segment is written.  Only this lane writes to its
+ * segment, so the answer stays true for the segment's zero requests: a
+ * range that reads as zero and that the source has as a hole or zero
+ * run is left alone.  What the answer says past the segment is true of
+ * the segments no lane had taken when it was asked (nobody wrote them
+ * since): a later segment of this lane inside the zero run learnt there
+ * is known without asking again, so a new disk costs one question per
+ * window, not one per segment.  A range the
  * answer did not cover, or a failed request, is zeroed as before.
  * Writes of data never depend on it.
  *
@@ -24,12 +29,24 @@
 #include "error.h"
 #include "lane_internal.h"
 #include "minmax.h"
+#include "segment.h"
+
+/* How far one question looks: 16 segments (NBD's block status takes
+   at most 4 GiB - 1). */
+#define DEST_ZERO_WINDOW (16 * SEGMENT_SIZE)
 
 void
-lane_dest_zero_forget (struct lane *l)
+lane_dest_zero_forget (struct lane *l, uint64_t index, bool fresh)
 {
   extent_list_reset (&l->dest_zero, l->pos, l->pos);
   l->dest_zero_wanted = l->set->ask_destination_zero;
+  if (l->dest_zero_wanted && fresh && index >= l->dest_zero_ahead_untaken
+      && l->pos >= l->dest_zero_ahead_from
+      && l->segment_end <= l->dest_zero_ahead_to) {
+    extent_list_reset (&l->dest_zero, l->pos, l->segment_end);
+    extent_list_add (&l->dest_zero, l->pos, l->segment_end - l->pos, true);
+    l->dest_zero_wanted = false;
+  }
 }
 
 void
@@ -37,10 +54,14 @@ lane_dest_zero_fetch (struct lane *l)
 {
   struct job *job = l->job;
   struct op *op = &l->dest_zero_op;
-  uint64_t len = l->segment_end - l->pos;
+  uint64_t len
+      = MIN ((uint64_t) DEST_ZERO_WINDOW, atomic_load (&job->size) - l->pos);
 
   l->dest_zero_wanted = false;
-  extent_list_reset (&l->dest_zero, l->pos, l->segment_end);
+  /* Segments from here on are untaken now, so unwritten. */
+  l->dest_zero_ahead_untaken = atomic_load (&job->next_segment);
+  l->dest_zero_ahead_from = l->dest_zero_ahead_to = 0;
+  extent_list_reset (&l->dest_zero, l->pos, l->pos + len);
   if (len == 0)
     return;
   lane_prepare_op (l, op, OP_DEST_EXTENTS, NULL, l->pos, len);
@@ -52,6 +73,27 @@ lane_dest_zero_fetch (struct lane *l)
   }
   l->dest_zero_busy = true;
   lane_sent (l, op);
+}
+
+/* The zero run of the answer from the segment's end on, for the lane's
+ * next segments (see the top of this file).
+ */
+static void
+learn_ahead (struct lane *l)
+{
+  const struct extent_list *list = &l->dest_zero;
+
+  for (size_t i = 0; i < list->len; i++) {
+    const struct extent *e = &list->v[i];
+
+    if (e->offset <= l->segment_end && l->segment_end < e->offset + e->length) {
+      if (e->zero) {
+        l->dest_zero_ahead_from = l->segment_end;
+        l->dest_zero_ahead_to = e->offset + e->length;
+      }
+      return;
+    }
+  }
 }
 
 void
@@ -68,6 +110,7 @@ lane_dest_zero_done (struct lane *l, const struct op *op)
      the --blkhash block, so the zero extents cut at their edges keep
      whole hash blocks (lane.c). */
   extent_list_align (&l->dest_zero, l->set->align);
+  learn_ahead (l);
 }
 
 /* The extent of the answer holding OFFSET, or NULL.  Buffers finish in

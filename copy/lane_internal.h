@@ -55,10 +55,11 @@ void lane_extents_done (struct lane *l, const struct op *op);
 
 /* lane_dest_zero.c */
 
-/* A new segment starts at l->pos: what was known of the destination is
- * forgotten, and asked again if the settings say so.
+/* Segment INDEX starts at l->pos (FRESH: no lane had it before): what
+ * was known of the destination is forgotten, and asked again if the
+ * settings say so, unless an earlier answer covers it.
  */
-void lane_dest_zero_forget (struct lane *l);
+void lane_dest_zero_forget (struct lane *l, uint64_t index, bool fresh);
 /* Ask the destination where [pos, segment_end) reads as zero (if the
  * request cannot be sent, nothing is known: the segment is zeroed as
  * before).
