@@ -460,6 +460,19 @@ mutation dest-zero-buffer-unchecked copy/lane.c \
 '  b->dest_zero = l->set->ask_destination_zero;' \
 "zero blocks inside data skipped whatever the destination holds there"
 
+# Edges at a smaller grain than a whole extent: --verify's record of
+# where the source was read, one 64 KiB granule at a read's ends
+# (test-verify-lying-holes.sh, cases 2b).
+mutation verify-map-misses-last-granule copy/blkhash.c \
+'    for (uint64_t g = start / h->granule; g <= (start + len - 1) / h->granule;' \
+'    for (uint64_t g = start / h->granule; g < (start + len - 1) / h->granule;' \
+"the last granule of a read is not recorded: --verify trusts a hole the destination claims there"
+
+mutation verify-map-misses-first-granule copy/blkhash.c \
+'    for (uint64_t g = start / h->granule; g <= (start + len - 1) / h->granule;' \
+'    for (uint64_t g = start / h->granule + 1; g <= (start + len - 1) / h->granule;' \
+"the first granule of a read is not recorded: --verify trusts a hole the destination claims there"
+
 mutation progress-stuck-at-zero copy/job.c \
 '  *done = all - MIN (clean, all);
 ' \

@@ -10,7 +10,8 @@
 # segment 2.  A lie where the source too was a hole (segment 1) is what
 # --verify trusts and --verify=full (every byte read, no block status)
 # catches.  An honest destination passes both, and --verify still skips
-# the holes of both sides.
+# the holes of both sides.  A lie over one 64 KiB granule, the first or
+# the last of a read, is caught too.
 . "${srcdir:-.}/tests/functions.sh"
 
 requires python3
@@ -93,6 +94,18 @@ expect_fail "differs from the source in bytes $seg to $size \
 \(segment 2 of 2\): blkhash md5/4096 " \
   "$NBDCP" --verify --blkhash=md5/4K "$tmp/src.img" \
   "$(uri_of "$tmp/seg2.sock")"
+
+# 2b. The same lie over one 64 KiB granule only, at the end and at the
+# start of a read (1 MiB requests: the zero data is one read): the
+# record of where the source was read must hold a read's every granule,
+# its first and last included.
+g64=$((64 * 1024))
+liar last $((seg + 2 * M - g64)) $((seg + 2 * M))
+expect_fail "differs from the source in bytes $seg to $size" \
+  "$NBDCP" --verify --request-size=1M "$tmp/src.img" "$(uri_of "$tmp/last.sock")"
+liar first $((seg + M)) $((seg + M + g64))
+expect_fail "differs from the source in bytes $seg to $size" \
+  "$NBDCP" --verify --request-size=1M "$tmp/src.img" "$(uri_of "$tmp/first.sock")"
 
 # 3. The same lie where the source was a hole (64 MiB in segment 1):
 # --verify believes it (documented), --verify=full does not.
