@@ -473,6 +473,11 @@ mutation verify-map-misses-first-granule copy/blkhash.c \
 '    for (uint64_t g = start / h->granule + 1; g <= (start + len - 1) / h->granule;' \
 "the first granule of a read is not recorded: --verify trusts a hole the destination claims there"
 
+mutation verify-run-one-granule-long copy/blkhash.c \
+'      return g * h->granule - offset;' \
+'      return (g + 1) * h->granule - offset;' \
+"a run of unread granules reaches one granule into the read ones: --verify trusts the destination's hole there"
+
 mutation progress-stuck-at-zero copy/job.c \
 '  *done = all - MIN (clean, all);
 ' \
