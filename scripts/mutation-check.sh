@@ -441,13 +441,12 @@ mutation sparse-last-block-whole copy/sparse.c \
 "a buffer that is not a multiple of -S: the last run reaches past the buffer"
 
 mutation huge-pool-rounded-down copy/pool.c \
-'  if (align == HUGE_PAGE)
-    madvise (base, bytes, MADV_HUGEPAGE);' \
-'  if (align == HUGE_PAGE) {
-    madvise (base, bytes, MADV_HUGEPAGE);
-    pool->count = bytes / HUGE_PAGE * HUGE_PAGE / size;
-  }' \
-"a pool that is not a multiple of 2 MiB loses its last buffers' slots: fewer buffers than the lane counts on"
+'  if (posix_memalign (&base, align, bytes) != 0) {' \
+'  if (posix_memalign (&base, align,
+                      align == HUGE_PAGE ? bytes / HUGE_PAGE * HUGE_PAGE
+                                         : bytes)
+      != 0) {' \
+"expected survivor: a pool not a multiple of 2 MiB allocated short by the rest: its last buffers overflow the heap, which the plain build this script makes does not show (glibc's allocation is larger); the ASan build's test-random-copies.sh (queue sizes not multiples of 2 MiB) is meant to report it, not yet seen"
 
 mutation dest-zero-trusts-data copy/lane_dest_zero.c \
 '  *reads_zero = e && e->zero;' \
