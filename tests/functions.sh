@@ -571,8 +571,17 @@ EOF
 # on the same socket.
 restart_broken_nbdkit ()
 {
-  local name=$1 i pid
+  local name=$1
   shift
+  wait_broken_nbdkit "$name"
+  start_nbdkit "$name" "$@"
+}
+
+# wait_broken_nbdkit NAME: wait for start_breaking_nbdkit NAME to break
+# and end, and remove its socket (nothing listens there then).
+wait_broken_nbdkit ()
+{
+  local name=$1 i pid
   eval "pid=\$_breaking_pid_$name"
   for i in $(seq 1 600); do
     [ -d "$tmp/$name.broken" ] && break
@@ -584,5 +593,4 @@ restart_broken_nbdkit ()
     sleep 0.1
   done
   rm -f "$tmp/$name.sock"
-  start_nbdkit "$name" "$@"
 }

@@ -51,17 +51,7 @@ run_nbdcp -C 1 -T 1 --retry=6 --retry-delay=0.5 --stats=json \
   >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 # Wait for the first break, then serve the file again until the second.
-eval "first=\$_breaking_pid_dst"
-for i in $(seq 1 600); do
-  [ -d "$tmp/dst.broken" ] && break
-  sleep 0.1
-done
-[ -d "$tmp/dst.broken" ] || fail "the destination never broke"
-for i in $(seq 1 100); do
-  kill -0 "$first" 2>/dev/null || break
-  sleep 0.1
-done
-rm -f "$tmp/dst.sock"
+wait_broken_nbdkit dst
 mv "$tmp/dst.broken" "$tmp/dst.broken1"
 # No server yet: let one attempt fail (it counts as a retry too).
 for i in $(seq 1 600); do
