@@ -5,7 +5,7 @@
 # and their objects use no symbol defined by main.c, the engine or the
 # files above the endpoints.  Endpoints may call down (error.c, ring.c,
 # extents.c, dirty_bitmap.c, lib/) and op_complete (op.c, declared in
-# endpoint.h for them).
+# op_io.h for them).
 . "${srcdir:-.}/tests/functions.sh"
 
 copy="$srcdir/copy"
@@ -59,10 +59,10 @@ if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
     nm --defined-only -g "copy/nbdcp-$u.o" |
       awk -v f="$u.c" 'NF == 3 { print $3, f }'
   done | sort >"$tmp/upper-symbols"
-  # Except what endpoint.h declares for the endpoints (op_complete...).
-  sed -n 's/^[a-z].*[ *]\(op_[a-z_]*\) (.*/\1/p' "$copy/endpoint.h" \
+  # Except what op_io.h declares for the endpoints (op_complete...).
+  sed -n 's/^[a-z].*[ *]\(op_[a-z_]*\) (.*/\1/p' "$copy/op_io.h" \
     >"$tmp/allowed"
-  [ -s "$tmp/allowed" ] || fail "no op_ functions found in endpoint.h"
+  [ -s "$tmp/allowed" ] || fail "no op_ functions found in op_io.h"
   for f in "${endpoint_files[@]}"; do
     case "$f" in *.c) ;; *) continue ;; esac
     o="copy/nbdcp-$(basename "$f" .c).o"
