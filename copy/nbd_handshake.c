@@ -400,11 +400,11 @@ got_context (void *user_data, const char *name)
  */
 int
 nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
-                      const char *bitmap, const struct options *opts)
+                      const char *bitmap)
 {
+  int64_t timeout_ms = ep->settings->timeout_ms;
   int64_t deadline
-      = now_ms ()
-        + (opts->timeout_ms ? opts->timeout_ms : FIRST_CONNECT_TIMEOUT_MS);
+      = now_ms () + (timeout_ms ? timeout_ms : FIRST_CONNECT_TIMEOUT_MS);
   char context[BITMAP_CONTEXT_MAX];
   struct context_names names = { .text = "" };
   nbd_context_callback list_cb
