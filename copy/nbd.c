@@ -28,6 +28,7 @@
 #include "dirty_bitmap.h"
 #include "endpoint.h"
 #include "error.h"
+#include "fd_readable.h"
 #include "nbd.h"
 #include "ring.h"
 
@@ -68,22 +69,6 @@ conn_note_fault (struct conn *c, const char *why)
     snprintf (c->fault, sizeof c->fault, "%s", why ? why : "unknown error");
 }
 
-/* Whether FD can be read from now (data, end of file or an error), as
- * opposed to when some earlier wake-up said so.
- */
-static bool
-socket_readable (int fd)
-{
-  struct pollfd pfd = { .fd = fd, .events = POLLIN };
-  int r;
-
-  do
-    r = poll (&pfd, 1, 0);
-  while (r == -1 && errno == EINTR);
-  /* If poll itself fails, let libnbd meet the problem and report it. */
-  return r != 0;
-}
-
 /* Have libnbd read what C's socket has, if that is allowed now (see
  * nbd_socket_ready): at most one reply, whose command's callback runs.
  *
@@ -105,7 +90,7 @@ conn_read (struct conn *c)
   /* Not READY (say, part of a request still to send: a reply that
      libnbd finished may have let it send queued ones), nor parked:
      only if there is something to read. */
-  if (!was_ready && !c->parked && !socket_readable (c->fd)) {
+  if (!was_ready && !c->parked && !fd_readable (c->fd)) {
     c->more = false;
     return;
   }
