@@ -31,6 +31,11 @@ struct conn {
      waiting for a reply rather than ready to send: read once more before
      issuing a command. */
   bool parked;
+  /* Commands on this connection whose reply libnbd has finished
+     (command_done counts them), so that conn_read can tell whether a
+     read finished one without asking libnbd (each call takes the
+     handle's lock).  Only the thread driving the handle touches it. */
+  unsigned commands_done;
   /* Guards fd against a reconnect (worker) racing an abort (main). */
   pthread_mutex_t fd_lock;
   /* The server's first fault on this connection (see ops->fault), or
