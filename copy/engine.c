@@ -38,9 +38,9 @@
  *
  * Nothing here allocates once the workers have started.  What a lane
  * does is in lane.c (its extents in lane_extents.c, its recovery from
- * failures in lane_recover.c), the job's shared state and accounting
- * in job.c; this file has the threads, their event loops and the
- * timeouts.
+ * failures in lane_recover.c), the job's shared state, accounting and
+ * the main thread's wait for the workers in job.c; this file has the
+ * threads, their event loops and the timeouts.
  */
 #include <config.h>
 
@@ -324,72 +324,6 @@ worker_attach (struct worker *w)
     job->src->ops->attach (l->src, &w->ring, iov.iov_base, iov.iov_len, index);
   if (job->dst->ops->attach)
     job->dst->ops->attach (l->dst, &w->ring, iov.iov_base, iov.iov_len, index);
-}
-
-/* Make every request in flight fail soon (see endpoint abort). */
-static void
-job_abort_connections (struct job *job)
-{
-  struct endpoint *eps[] = { job->src, job->dst };
-
-  for (unsigned e = 0; e < 2; e++)
-    if (eps[e]->ops->abort)
-      for (unsigned i = 0; i < eps[e]->nconns; i++)
-        eps[e]->ops->abort (eps[e]->conns[i]);
-}
-
-/* Wait for the workers, calling PROGRESS now and then; turn a signal
- * into a failure, cut the connections once the job is aborted, and
- * write --resume's journal when lanes have handed it flushed segments
- * (here, so that no worker waits for fdatasync; a failure to write it
- * fails the copy).
- */
-static void
-job_wait (struct job *job, progress_fn progress, void *progress_arg)
-{
-  bool aborted = false;
-
-  pthread_mutex_lock (&job->lock);
-  while (job->workers_running > 0) {
-    struct timespec ts;
-
-    clock_gettime (CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 200 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait (&job->workers_changed, &job->lock, &ts);
-    if (job->interrupted && *job->interrupted && !atomic_load (&job->abort)) {
-      char why[64];
-      snprintf (why, sizeof why, "interrupted by signal %d (%s)",
-                (int) *job->interrupted, strsignal (*job->interrupted));
-      pthread_mutex_unlock (&job->lock);
-      job_fail_text (job, why);
-      atomic_store (&job->abort, true);
-      pthread_mutex_lock (&job->lock);
-    }
-    if (job->journal && journal_pending (job->journal)) {
-      pthread_mutex_unlock (&job->lock);
-      if (journal_write (job->journal) == -1)
-        job_fail_text (job, error_get ());
-      pthread_mutex_lock (&job->lock);
-    }
-    if (atomic_load (&job->abort) && !aborted) {
-      /* Requests in flight may never be answered: cut every connection
-         so they fail and the workers can finish. */
-      job_abort_connections (job);
-      aborted = true;
-    }
-    if (progress) {
-      uint64_t done, total;
-      pthread_mutex_unlock (&job->lock);
-      job_progress (job, &done, &total);
-      progress (progress_arg, done, total);
-      pthread_mutex_lock (&job->lock);
-    }
-  }
-  pthread_mutex_unlock (&job->lock);
 }
 
 /* An interrupted copy says what it was waiting for if a request had
