@@ -365,21 +365,20 @@ engine_setup (struct engine *e, const struct settings *set)
     /* Small blocks make big slots (16 MiB for sha512/512, 128 MiB for
        blocks smaller than a digest): fewer slots then, and lanes wait
        for them more often (see blkhash.c). */
-    uint64_t per_slot = MAX (
-        blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, size, 1),
-        (uint64_t) 1);
+    uint64_t per_slot
+        = MAX (blkhash_memory (set->hash_algo, set->hash_block, size, 1),
+               (uint64_t) 1);
     uint64_t fit = MAX (BLKHASH_MAX_MEMORY / per_slot, (uint64_t) 2);
     if (nslots > fit)
       nslots = fit;
-    job->hash = blkhash_new (set->hash_algo, set->hash_block, SEGMENT_SIZE,
-                             size, nslots, job->nsegments);
+    job->hash = blkhash_new (set->hash_algo, set->hash_block, size, nslots,
+                             job->nsegments);
     if (!job->hash)
       return -1;
     note (set->verbose,
           "--blkhash %s/%" PRIu32 ": %u digest slots, %" PRIu64 " bytes",
           blkhash_algo_name (set->hash_algo), set->hash_block, nslots,
-          blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, size,
-                          nslots));
+          blkhash_memory (set->hash_algo, set->hash_block, size, nslots));
   }
   if (!e->lanes || !e->workers
       || (job->nsegments != UINT64_MAX && !job->segment_done)

@@ -118,8 +118,8 @@ job_check_accounting (const struct job *job, uint64_t done_bytes)
   uint64_t size = atomic_load (&job->size);
 
   for (uint64_t i = 0; job->segment_done && i < job->nsegments; i++) {
-    uint64_t start = i * SEGMENT_SIZE;
-    uint64_t len = MIN (SEGMENT_SIZE, size - start);
+    uint64_t start = segment_start (i);
+    uint64_t len = segment_length (size, i);
 
     if (job->segment_done[i] != len) {
       error_set ("internal error: bytes %" PRIu64 " to %" PRIu64
