@@ -26,19 +26,30 @@ job_describe_failure (char *buf, size_t size, const char *side,
               what, offset, length, why);
 }
 
-void
-job_fail_code (struct job *job, const char *side, const char *what,
-               uint64_t offset, uint64_t length, const char *why, int code)
+/* The first failure's TEXT and CODE are kept; any failure stops the
+ * lanes.
+ */
+static void
+job_fail_text_code (struct job *job, const char *text, int code)
 {
   pthread_mutex_lock (&job->lock);
   if (!job->failed) {
     job->error_code = code;
-    job_describe_failure (job->error, sizeof job->error, side, what, offset,
-                          length, why);
+    snprintf (job->error, sizeof job->error, "%s", text);
   }
   job->failed = true;
   pthread_mutex_unlock (&job->lock);
   atomic_store (&job->stop, true);
+}
+
+void
+job_fail_code (struct job *job, const char *side, const char *what,
+               uint64_t offset, uint64_t length, const char *why, int code)
+{
+  char text[sizeof job->error];
+
+  job_describe_failure (text, sizeof text, side, what, offset, length, why);
+  job_fail_text_code (job, text, code);
 }
 
 void
@@ -51,12 +62,7 @@ job_fail (struct job *job, const char *side, const char *what, uint64_t offset,
 void
 job_fail_text (struct job *job, const char *text)
 {
-  pthread_mutex_lock (&job->lock);
-  if (!job->failed)
-    snprintf (job->error, sizeof job->error, "%s", text);
-  job->failed = true;
-  pthread_mutex_unlock (&job->lock);
-  atomic_store (&job->stop, true);
+  job_fail_text_code (job, text, 0);
 }
 
 void
