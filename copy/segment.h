@@ -27,4 +27,31 @@ segment_count (uint64_t size)
   return (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
 }
 
+/* The first byte of segment INDEX. */
+static inline uint64_t
+segment_start (uint64_t index)
+{
+  return index * SEGMENT_SIZE;
+}
+
+/* The bytes of segment INDEX in a disk of SIZE bytes: SEGMENT_SIZE, less
+ * for the last segment, 0 past the end.
+ */
+static inline uint64_t
+segment_length (uint64_t size, uint64_t index)
+{
+  uint64_t start = segment_start (index);
+
+  if (start >= size)
+    return 0;
+  return size - start < SEGMENT_SIZE ? size - start : SEGMENT_SIZE;
+}
+
+/* The end (exclusive) of segment INDEX in a disk of SIZE bytes. */
+static inline uint64_t
+segment_end (uint64_t size, uint64_t index)
+{
+  return segment_start (index) + segment_length (size, index);
+}
+
 #endif
