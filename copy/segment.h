@@ -27,4 +27,18 @@ segment_count (uint64_t size)
   return (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
 }
 
+/* A segment index meaning "none". */
+#define NO_SEGMENT UINT64_MAX
+
+/* The length of segment INDEX of a disk of SIZE bytes (the last one may
+ * be short).
+ */
+static inline uint64_t
+segment_length (uint64_t size, uint64_t index)
+{
+  uint64_t start = index * SEGMENT_SIZE;
+
+  return size - start < SEGMENT_SIZE ? size - start : SEGMENT_SIZE;
+}
+
 #endif

@@ -3,18 +3,19 @@
  * everywhere, and zeroing every hole of a sparse source onto it costs
  * as much as the rest of the copy.
  *
- * When a lane starts a segment it asks the destination, in one request
- * for a window of DEST_ZERO_WINDOW from the segment's start (NBD block
- * status, SEEK_DATA/SEEK_HOLE on a file), where it reads as zero, before
- * anything of the segment is written.  Only this lane writes to its
+When a lane starts a segment it asks the destination, in one
+ * request for a window of DEST_ZERO_WINDOW from the segment's start
+ * (NBD block status, SEEK_DATA/SEEK_HOLE on a file), where it reads as
+ * zero, before anything of the segment is written (the lane sends the
+ * request; this file decides and answers).  Only this lane writes to its
  * segment, so the answer stays true for the segment's zero requests: a
  * range that reads as zero and that the source has as a hole or zero
  * run is left alone.  What the answer says past the segment is true of
  * the segments no lane had taken when it was asked (nobody wrote them
  * since): a later segment of this lane inside the zero run learnt there
  * is known without asking again, so a new disk costs one question per
- * window, not one per segment.  A range the
- * answer did not cover, or a failed request, is zeroed as before.
+ * window, not one per segment.  A range the answer did not cover, or a failed
+request, is zeroed as before.
  * Writes of data never depend on it.
  *
  * The answer is trusted as the source's block status is (a server that
@@ -26,8 +27,7 @@
  */
 #include <config.h>
 
-#include "error.h"
-#include "lane_internal.h"
+#include "dest_zero.h"
 #include "minmax.h"
 #include "segment.h"
 
@@ -36,60 +36,57 @@
 #define DEST_ZERO_WINDOW (16 * SEGMENT_SIZE)
 
 void
-lane_dest_zero_forget (struct lane *l, uint64_t index, bool fresh)
+dest_zero_init (struct dest_zero *d, bool ask, uint64_t align)
 {
-  extent_list_reset (&l->dest_zero, l->pos, l->pos);
-  l->dest_zero_wanted = l->set->ask_destination_zero;
-  if (l->dest_zero_wanted && fresh && index >= l->dest_zero_ahead_untaken
-      && l->pos >= l->dest_zero_ahead_from
-      && l->segment_end <= l->dest_zero_ahead_to) {
-    extent_list_reset (&l->dest_zero, l->pos, l->segment_end);
-    extent_list_add (&l->dest_zero, l->pos, l->segment_end - l->pos, true);
-    l->dest_zero_wanted = false;
-  }
+  *d = (struct dest_zero){ .ask = ask, .align = align };
+  d->list.v = d->store;
+  d->list.cap = EXTENTS_PER_LANE;
 }
 
 void
-lane_dest_zero_fetch (struct lane *l)
+dest_zero_forget (struct dest_zero *d, uint64_t index, uint64_t pos,
+                  uint64_t end, bool fresh)
 {
-  struct job *job = l->job;
-  struct op *op = &l->dest_zero_op;
-  uint64_t len
-      = MIN ((uint64_t) DEST_ZERO_WINDOW, atomic_load (&job->size) - l->pos);
-
-  l->dest_zero_wanted = false;
-  /* Segments from here on are untaken now, so unwritten. */
-  l->dest_zero_ahead_untaken = atomic_load (&job->next_segment);
-  l->dest_zero_ahead_from = l->dest_zero_ahead_to = 0;
-  extent_list_reset (&l->dest_zero, l->pos, l->pos + len);
-  if (len == 0)
-    return;
-  lane_prepare_op (l, op, OP_DEST_EXTENTS, NULL, l->pos, len);
-  /* Not being able to ask is no failure: the segment is zeroed as
-     before, and a broken connection shows at the next request. */
-  if (job->dst->ops->extents (l->dst, len, l->pos, &l->dest_zero, op) == -1) {
-    extent_list_reset (&l->dest_zero, l->pos, l->pos);
-    return;
+  d->segment_end = end;
+  extent_list_reset (&d->list, pos, pos);
+  d->wanted = d->ask;
+  if (d->wanted && fresh && index >= d->ahead_untaken && pos >= d->ahead_from
+      && end <= d->ahead_to) {
+    extent_list_reset (&d->list, pos, end);
+    extent_list_add (&d->list, pos, end - pos, true);
+    d->wanted = false;
   }
-  l->dest_zero_busy = true;
-  lane_sent (l, op);
+}
+
+uint64_t
+dest_zero_prepare (struct dest_zero *d, uint64_t pos, uint64_t size,
+                   uint64_t next_untaken)
+{
+  uint64_t len = MIN ((uint64_t) DEST_ZERO_WINDOW, size - pos);
+
+  d->wanted = false;
+  /* Segments from here on are untaken now, so unwritten. */
+  d->ahead_untaken = next_untaken;
+  d->ahead_from = d->ahead_to = 0;
+  extent_list_reset (&d->list, pos, pos + len);
+  return len;
 }
 
 /* The zero run of the answer from the segment's end on, for the lane's
  * next segments (see the top of this file).
  */
 static void
-learn_ahead (struct lane *l)
+learn_ahead (struct dest_zero *d)
 {
-  const struct extent_list *list = &l->dest_zero;
+  const struct extent_list *list = &d->list;
 
   for (size_t i = 0; i < list->len; i++) {
     const struct extent *e = &list->v[i];
 
-    if (e->offset <= l->segment_end && l->segment_end < e->offset + e->length) {
+    if (e->offset <= d->segment_end && d->segment_end < e->offset + e->length) {
       if (e->zero) {
-        l->dest_zero_ahead_from = l->segment_end;
-        l->dest_zero_ahead_to = e->offset + e->length;
+        d->ahead_from = d->segment_end;
+        d->ahead_to = e->offset + e->length;
       }
       return;
     }
@@ -97,27 +94,26 @@ learn_ahead (struct lane *l)
 }
 
 void
-lane_dest_zero_done (struct lane *l, const struct op *op)
+dest_zero_answered (struct dest_zero *d, bool failed)
 {
-  l->dest_zero_busy = false;
-  if (op->err) {
+  if (failed) {
     /* Not knowing is safe: everything is zeroed as before.  A broken
        connection shows at the next request. */
-    extent_list_reset (&l->dest_zero, l->dest_zero.start, l->dest_zero.start);
+    extent_list_reset (&d->list, d->list.start, d->list.start);
     return;
   }
   /* Zero ranges shrink to whole blocks: the destination's minimum and
      the --blkhash block, so the zero extents cut at their edges keep
      whole hash blocks (lane.c). */
-  extent_list_align (&l->dest_zero, l->set->align);
-  learn_ahead (l);
+  extent_list_align (&d->list, d->align);
+  learn_ahead (d);
 }
 
 /* The extent of the answer holding OFFSET, or NULL.  Buffers finish in
  * any order, so a binary search rather than a cursor.
  */
 static const struct extent *
-dest_zero_find (const struct extent_list *list, uint64_t offset)
+find_extent (const struct extent_list *list, uint64_t offset)
 {
   size_t lo = 0, hi = list->len;
 
@@ -136,10 +132,10 @@ dest_zero_find (const struct extent_list *list, uint64_t offset)
 }
 
 uint64_t
-lane_dest_zero_prefix (const struct lane *l, uint64_t offset, uint64_t len,
-                       bool *reads_zero)
+dest_zero_prefix (const struct dest_zero *d, uint64_t offset, uint64_t len,
+                  bool *reads_zero)
 {
-  const struct extent *e = dest_zero_find (&l->dest_zero, offset);
+  const struct extent *e = find_extent (&d->list, offset);
 
   *reads_zero = e && e->zero;
   /* Up to where this extent ends: the next one is of the other kind. */
