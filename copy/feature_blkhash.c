@@ -9,7 +9,7 @@
 
 #include "blkhash.h"
 #include "error.h"
-#include "feature_list.h"
+#include "feature_attach.h"
 
 struct hashing {
   struct job *job;

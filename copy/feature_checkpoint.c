@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "feature_list.h"
+#include "feature_attach.h"
 #include "segment.h"
 
 struct checkpoint {

@@ -1,19 +1,18 @@
 /* Which features a lane gets, and in what order they hear its events.
- * A new feature is a file with its hooks (lane_feature.h) and a line
- * here.
+ * A new feature is a file with its hooks (lane_feature.h), its attach
+ * function declared in feature_attach.h, and a line here.
  */
 #include <config.h>
 
+#include "feature_attach.h"
 #include "feature_list.h"
-
-typedef int (*feature_attach_fn) (struct lane_features *, struct job *,
-                                  struct copy_stats *);
 
 /* The order matters where two features answer the same gate: a
    segment to copy again (--checkpoint) comes before a new one, and
-   --rate is paid before --blkhash reserves room for a partial block
-   (both as before this table existed). */
-static const feature_attach_fn attach_fns[] = {
+   --rate is paid before --blkhash reserves room for a partial block,
+   which would otherwise stay reserved while the rate makes the read
+   wait. */
+static feature_attach_fn *const attach_fns[] = {
   checkpoint_feature_attach, /* --checkpoint, --retry, --resume */
   resume_feature_attach,     /* --resume: pass over finished segments */
   rate_feature_attach,       /* --rate */

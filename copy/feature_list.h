@@ -1,5 +1,5 @@
-/* The features a lane can have (see lane_feature.h): each attaches
- * itself to a lane if the job's settings ask for it.
+/* Attaching to a lane the features its job asks for (see
+ * lane_feature.h).
  */
 #ifndef NBDCP_FEATURE_LIST_H
 #define NBDCP_FEATURE_LIST_H
@@ -13,20 +13,5 @@
  */
 int features_attach (struct lane_features *fs, struct job *job,
                      struct copy_stats *stats);
-
-/* One per feature, called by features_attach in this order (the order
- * in which each event reaches them): each does nothing if its option
- * was not given.
- */
-int checkpoint_feature_attach (struct lane_features *fs, struct job *job,
-                               struct copy_stats *stats);
-int resume_feature_attach (struct lane_features *fs, struct job *job,
-                           struct copy_stats *stats);
-int rate_feature_attach (struct lane_features *fs, struct job *job,
-                         struct copy_stats *stats);
-int blkhash_feature_attach (struct lane_features *fs, struct job *job,
-                            struct copy_stats *stats);
-int verify_map_feature_attach (struct lane_features *fs, struct job *job,
-                               struct copy_stats *stats);
 
 #endif

@@ -4,7 +4,7 @@
 #include <config.h>
 
 #include "clock.h"
-#include "feature_list.h"
+#include "feature_attach.h"
 #include "rate.h"
 
 static int64_t

@@ -5,7 +5,7 @@
  */
 #include <config.h>
 
-#include "feature_list.h"
+#include "feature_attach.h"
 #include "journal.h"
 
 static bool

@@ -8,7 +8,7 @@
 #include <config.h>
 
 #include "blkhash.h"
-#include "feature_list.h"
+#include "feature_attach.h"
 
 static uint64_t
 verify_map_zero_extent_read (void *self, uint64_t offset, uint64_t len,

@@ -4,8 +4,8 @@
  * feature may care about it raises an event, and each feature attached
  * to the lane gets the events it has a hook for, in the order the
  * features were attached (feature_list.c).  A new feature is a new file
- * with its hooks and one line in feature_list.c: the lane's state machine
- * does not change.
+ * with its hooks, registered in feature_attach.h and feature_list.c:
+ * the lane's state machine does not change.
  *
  * Three kinds of hook.  Gates may hold the lane back (take_segment,
  * may_read).  Questions change what the lane does with a range
