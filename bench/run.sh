@@ -1,8 +1,9 @@
 #!/bin/bash
 # nbdcp benchmark suite: nbdcp side by side with nbdcopy and
 # qemu-img convert on the same workloads, timed by hyperfine, plus CPU
-# cost (/usr/bin/time) and nbdcp option sweeps.  Writes hyperfine JSON
-# and a Markdown report (bench/report.py) into $BENCH_OUT.
+# cost (/usr/bin/time) and nbdcp option sweeps.  Writes hyperfine JSON,
+# a Markdown report (bench/report.py) and two SVG charts
+# (bench/charts.py) into $BENCH_OUT.
 #
 #   bench/run.sh                      # everything (about 25 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh        # tiny sizes, 1 run: a smoke test
@@ -17,6 +18,10 @@
 #   BENCH_RUNS [5]  BENCH_WARMUP [1]  BENCH_CPU_RUNS [5]
 #   BENCH_TIMEOUT    seconds allowed for one copy [600; quick 120]
 #   BENCH_OUT        results directory [bench/results/DATE]
+#   BENCH_CHARTS_DIR where bench/charts.py also writes bench-ratios.svg,
+#                    bench-cpu.svg and bench-summary.tsv [docs/ of this
+#                    checkout after a full run of the default set, else
+#                    none; they always go into BENCH_OUT too]
 #   BENCH_TMPDIR     where scratch files go; must be a real disk [/var/tmp]
 #   BENCH_SEED       sparse-random seed [1]
 #   BENCH_NBDCP_OPTS, BENCH_NBDCOPY_OPTS, BENCH_QEMU_IMG_OPTS  extra options
@@ -931,4 +936,16 @@ end=$(date +%s)
 
 python3 "$bench_dir/report.py" "$OUT" > "$OUT/report.md" ||
   bench_die "report.py failed"
+python3 "$bench_dir/charts.py" "$OUT" "$OUT" ||
+  bench_log "warning: charts.py failed"
+# A full run of the default set also redraws docs/performance.md's charts.
+if [ -z "${BENCH_CHARTS_DIR+set}" ] && [ "$quick" = 0 ] &&
+   [ -z "${BENCH_WORKLOADS:-}" ]; then
+  BENCH_CHARTS_DIR=$top/docs
+fi
+if [ -n "${BENCH_CHARTS_DIR:-}" ]; then
+  python3 "$bench_dir/charts.py" "$OUT" "$BENCH_CHARTS_DIR" &&
+    bench_log "charts and their numbers in $BENCH_CHARTS_DIR" ||
+    bench_log "warning: charts.py failed for $BENCH_CHARTS_DIR"
+fi
 bench_log "done in $((end - start)) s: $OUT/report.md"

@@ -330,10 +330,9 @@ write_zeroes (struct file *f, uint64_t offset, uint64_t len)
  * the page cache, rather than leaving gigabytes of dirty pages for the
  * flush at the end: the disk works while the copy goes on, and the
  * copy does not push everything else out of the page cache.  It also
- * keeps the copy on the same few pages of memory: on a VM whose balloon
- * takes back memory the guest has freed, writing 877 MiB into fresh
- * page cache took 2.6-2.9 s, and 0.6 s this way (docs/performance.md,
- * "Writing a file").  The two requests are linked, so the pages are
+ * keeps the copy on the same few pages of memory, which matters on a VM
+ * whose balloon takes back memory the guest has freed (see
+ * docs/performance.md).  The two requests are linked, so the pages are
  * dropped only once written (dirty pages would not be dropped anyway;
  * if the ring must be submitted between the two, they run unlinked and
  * the drop may miss some).  Nothing waits for them; durability is

@@ -237,8 +237,8 @@ handle_create (const struct endpoint *ep, const struct options *opts,
 /* Let a Unix socket hold a whole write request.  Its default send
  * buffer (about 200 KiB) takes a 1 MiB write in five or six sends, each
  * waking the server for a part of the request; with room for the whole
- * request it goes in one, and the copy spends about a fifth less CPU
- * (docs/performance.md, "Socket send buffer").  Raising the limit
+ * request it goes in one, and the copy spends less CPU (see
+ * docs/performance.md).  Raising the limit
  * needs CAP_NET_ADMIN (SO_SNDBUFFORCE); others get what
  * net.core.wmem_max allows.  TCP sockets are left alone: setting a
  * size would switch off the kernel's own tuning of it.  Returns the
@@ -354,8 +354,8 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
   char why[512] = "";
   /* A source's size is not known before a handshake, and a disk with
      fewer segments than -C has no use for the other connections, which
-     cost both sides a thread and a handshake each (a 1 MiB copy to
-     null: took 16.9 ms with four connections, 14.0 ms with one).  So the
+     cost both sides a thread and a handshake each (which shows on a
+     tiny copy; see docs/performance.md).  So the
      source's first connection handshakes alone and the others follow
      when its size says they can help.  The destination's number is
      known already (main.c). */

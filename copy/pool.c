@@ -22,10 +22,8 @@ pool_init (struct pool *pool, unsigned count, size_t size)
   size_t align = page > 0 ? (size_t) page : 4096;
 
   /* A pool of several huge pages is asked for in huge pages: its
-     first use then faults once per 2 MiB, not once per 4 KiB.  On a
-     256 MiB fragmented copy to null: those faults were a sixth of the
-     copier's CPU, which went from 0.32 to 0.18 s
-     (docs/performance.md).  A
+     first use then faults once per 2 MiB, not once per 4 KiB, which
+     is much of a short copy's CPU (see docs/performance.md).  A
      smaller pool would leave most of a huge page unused. */
   if (bytes >= 4 * HUGE_PAGE)
     align = HUGE_PAGE;

@@ -9,10 +9,8 @@
  * every turn of its loop anyway.  Such interrupts come from whoever
  * completes a request: for a poll on a socket, the NBD server's thread
  * that sends the reply.  On these VMs each one is a trip to the
- * hypervisor.  On workload 7 (8G to null:) deferring halves the
- * rescheduling interrupts and takes 5% off nbdcp's CPU time; the wall
- * time does not change measurably (docs/performance.md, "Deferred task
- * work").
+ * hypervisor.  Deferring them saves CPU, not wall time (see
+ * docs/performance.md).
  *
  * The ring is created by the main thread (so a failure is reported
  * before any thread starts) but must be used by the worker alone, so

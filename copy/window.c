@@ -6,8 +6,7 @@
 #include "minmax.h"
 
 /* Buffers per lane in a phase: the rate over fewer is mostly noise
-   (on the 2-core test machine, 16 gave rates 2x apart at the same
-   window). */
+   (see docs/performance.md). */
 #define PHASE_SAMPLES_PER_LANE 32
 /* The smaller of two windows is kept only if it moved this much more
    data per second: too small a window can halve a latency-bound copy,

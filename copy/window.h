@@ -2,12 +2,9 @@
  * for the whole copy.
  *
  * More bytes in flight than the servers need only queue up in them and
- * push the data out of the CPU caches: reading a qcow2 image from a
- * local qemu-nbd moved a third more data per second with 4 or 8
- * buffers of 1 MiB per lane than with 16.  But behind 20 ms of latency,
- * 8 per lane moved 40% less than 16 (docs/performance.md, "The
- * in-flight window").  No
- * fixed depth suits both, so the copy measures.  The window starts with
+ * push the data out of the CPU caches, as a local qemu-nbd does; but
+ * behind latency fewer buffers move less (see docs/performance.md).
+ * No fixed depth suits both, so the copy measures.  The window starts with
  * all the buffers and, after two phases to warm up, tries half of it
  * for a phase (a phase: 32 finished buffers per lane).  The smaller
  * window is kept only if it moved clearly more data per second, and
