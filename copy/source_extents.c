@@ -75,10 +75,10 @@ source_extents_prepare (struct source_extents *s, struct extent_list *list,
 /* The shortest hole at a segment's end that makes the lane look past
  * its next segment.  A fragmented disk ends half its segments in a
  * small hole, and a look there makes the server describe a second
- * segment of small extents only to be thrown away (W11 at 2G: 1.5x
- * the server's block status work).  A long hole that starts less than
- * this before a segment's end is found by the next segment's own
- * request, and the looks start from there: one request more.
+ * segment of small extents only to be thrown away (docs/performance.md
+ * has the cost).  A long hole that starts less than this before a
+ * segment's end is found by the next segment's own request, and the
+ * looks start from there: one request more.
  */
 #define LOOK_PAST_MIN_HOLE (8 * 1024 * 1024)
 
