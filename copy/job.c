@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "job.h"
+#include "journal.h"
 #include "minmax.h"
 
 void

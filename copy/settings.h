@@ -8,9 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "blkhash.h"
 #include "endpoint.h"
 #include "options.h"
+
+struct blkhash; /* --verify: the copy's, held by pointer */
 
 struct settings {
   unsigned lanes;            /* connection pairs, each with a thread */
