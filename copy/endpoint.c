@@ -15,7 +15,6 @@
 
 #include "endpoint.h"
 #include "error.h"
-#include "options.h"
 
 /* NBD URIs are recognised as nbdcopy does, by the scheme and its colon
  * alone: a malformed one ("nbd:host", "nbd:/x") still goes to libnbd,
@@ -154,7 +153,7 @@ endpoint_can_read_back (const char *spec, char **command)
 
 struct endpoint *
 endpoint_open (const char *spec, char **command, bool writable, unsigned want,
-               const struct options *opts,
+               const struct endpoint_settings *settings,
                const volatile sig_atomic_t *interrupted)
 {
   const struct endpoint_ops *ops = classify (spec, command, writable);
@@ -174,6 +173,7 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
   ep->side = writable ? "destination" : "source";
   ep->std_fd = -1;
   ep->interrupted = interrupted;
+  ep->settings = settings;
   if (ops == &file_endpoint_ops || ops == &stream_endpoint_ops)
     ep->path = spec;
   /* stdin or stdout redirected from or to a file: that descriptor is
@@ -185,7 +185,7 @@ endpoint_open (const char *spec, char **command, bool writable, unsigned want,
   }
   if (ep->path && strcmp (spec, "-") == 0)
     ep->path = writable ? "/dev/stdout" : "/dev/stdin";
-  if (ops->open (ep, writable, want, opts) == -1) {
+  if (ops->open (ep, writable, want) == -1) {
     free (ep);
     return NULL;
   }

@@ -20,57 +20,27 @@
 #include <stdint.h>
 
 #include "extents.h"
+#include "op_io.h"
 
 struct io_uring;
-struct options;
 struct conn; /* one connection; each kind defines it */
-struct op;   /* one engine request; see op.h */
 
-/* Finish OP; ERR is 0 or an errno value.  Defined in op.c. */
-void op_complete (struct op *op, int err);
-
-/* Finish a read of a stream that met its end: only GOT bytes were read
- * (possibly 0), and there is nothing after them.
+/* What the endpoints need of the command line, and nothing else: main
+ * fills it once from the options (settings_for_endpoints) and gives it
+ * to endpoint_open; it must live as long as the endpoints.
  */
-void op_complete_eof (struct op *op, uint32_t got);
-
-/* io_uring completions carry the address of a ring_event as user_data;
- * the worker calls its handler with the completion's result.
- */
-struct ring_event {
-  void (*handle) (struct ring_event *ev, int res);
+struct endpoint_settings {
+  bool verbose;           /* -v: libnbd's debug messages, notes */
+  int64_t timeout_ms;     /* --timeout: a handshake's limit, 0 = the
+                             default (nbd_handshake.c) */
+  uint32_t request_size;  /* --request-size: NBD sockets' send buffers
+                             are sized for it */
+  bool direct;            /* --direct: O_DIRECT for local files */
+  unsigned retry;         /* --retry: attempts at the first connections */
+  int64_t retry_delay_ms; /* --retry-delay: the first wait before one */
+  const char *bitmap;     /* --bitmap NAME, asked of an NBD source, or
+                             NULL */
 };
-
-/* What of a read's request its reply has covered so far, kept as the
- * reply's chunks arrive (nbd.c), without allocation: the bytes covered
- * from the request's start, and up to READ_COVER_SPANS spans that came
- * ahead of them (offsets from the request's start).
- */
-#define READ_COVER_SPANS 4
-struct read_cover {
-  uint32_t prefix; /* [0, prefix) is covered */
-  uint8_t nspans;
-  uint8_t fault; /* nbd.c's COVER_*: what was wrong, or 0 */
-  struct {
-    uint32_t start, end;
-  } spans[READ_COVER_SPANS]; /* disjoint, in order, past prefix */
-};
-
-/* Room in every request for the endpoint's use while it is in flight,
- * so that endpoints that submit to the ring need no allocation.
- */
-struct op_io {
-  struct ring_event ev;
-  struct op *op;
-  struct conn *conn;
-  char *buf;
-  uint64_t offset;
-  uint64_t len;
-  uint64_t done;
-  int kind;
-  struct read_cover cover;
-};
-struct op_io *op_io (struct op *op);
 
 struct endpoint_caps {
   bool stream; /* sequential only: stdin, stdout, pipes */
@@ -94,8 +64,7 @@ struct endpoint_ops {
 
   /* Open up to WANT connections; sets ep->size, ep->caps, ep->conns and
      ep->nconns (at least 1 on success). */
-  int (*open) (struct endpoint *ep, bool writable, unsigned want,
-               const struct options *opts);
+  int (*open) (struct endpoint *ep, bool writable, unsigned want);
 
   /* Asynchronous requests.  Return 0 when submitted (OP completes
      later), -1 with error_set() when they could not be. */
@@ -172,6 +141,7 @@ struct endpoint {
      up when this is set, so that main can close what was opened and
      exit.  Never NULL. */
   const volatile sig_atomic_t *interrupted;
+  const struct endpoint_settings *settings; /* given to endpoint_open */
   struct endpoint_caps caps;
   unsigned nconns;
   struct conn **conns;
@@ -185,12 +155,14 @@ endpoint_min_block (const struct endpoint *ep)
   return ep->caps.min_block > 1 ? ep->caps.min_block : 1;
 }
 
-/* Pick the endpoint kind for SPEC and open it.  INTERRUPTED is the
- * flag a signal sets (see struct endpoint), read while opening and by
- * a reconnect.  Returns NULL after error_set() on failure.
+/* Pick the endpoint kind for SPEC and open it, with SETTINGS (kept in
+ * ep->settings).  INTERRUPTED is the flag a signal sets (see struct
+ * endpoint), read while opening and by a reconnect.  Returns NULL after
+ * error_set() on failure.
  */
 struct endpoint *endpoint_open (const char *spec, char **command, bool writable,
-                                unsigned want, const struct options *opts,
+                                unsigned want,
+                                const struct endpoint_settings *settings,
                                 const volatile sig_atomic_t *interrupted);
 void endpoint_close (struct endpoint *ep, bool clean);
 

@@ -47,7 +47,6 @@
 #include "endpoint.h"
 #include "error.h"
 #include "minmax.h"
-#include "options.h"
 #include "ring.h"
 
 /* Bytes of zeroes written at a time where fallocate cannot zero. */
@@ -81,8 +80,7 @@ struct conn {
 };
 
 static int
-file_open (struct endpoint *ep, bool writable, unsigned want,
-           const struct options *opts)
+file_open (struct endpoint *ep, bool writable, unsigned want)
 {
   int flags = (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC;
   struct file *f = calloc (1, sizeof *f);
@@ -130,7 +128,7 @@ file_open (struct endpoint *ep, bool writable, unsigned want,
     error_set ("%s: not a regular file or block device", ep->spec);
     goto fail;
   }
-  if (opts->direct) {
+  if (ep->settings->direct) {
     f->direct_fd = open (ep->spec, (flags & ~O_CREAT) | O_DIRECT);
     if (f->direct_fd == -1) {
       error_set ("%s: cannot open with O_DIRECT (--direct): %s", ep->spec,

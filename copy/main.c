@@ -387,8 +387,8 @@ print_blkhash (struct blkhash_file *bf, const char *hash)
  * onto itself.  *SRC and *DST are left for main to close.
  */
 static int
-open_endpoints (struct options *opts, struct endpoint **src,
-                struct endpoint **dst)
+open_endpoints (struct options *opts, const struct endpoint_settings *es,
+                struct endpoint **src, struct endpoint **dst)
 {
   /* A stream is copied in order, on one connection. */
   if (endpoint_is_stream (opts->src, opts->src_command, false)
@@ -397,7 +397,7 @@ open_endpoints (struct options *opts, struct endpoint **src,
   limit_connections (opts);
 
   *src = endpoint_open (opts->src, opts->src_command, false,
-                        opts->src_command ? 1 : opts->connections, opts,
+                        opts->src_command ? 1 : opts->connections, es,
                         &interrupt_signal);
   if (!*src)
     return -1;
@@ -407,7 +407,7 @@ open_endpoints (struct options *opts, struct endpoint **src,
     return -1;
   *dst = endpoint_open (opts->dst, opts->dst_command, true,
                         opts->dst_command ? 1 : useful_connections (opts, *src),
-                        opts, &interrupt_signal);
+                        es, &interrupt_signal);
   if (!*dst || interrupt_signal)
     return -1;
   if (same_file (*src, *dst))
@@ -558,6 +558,7 @@ main (int argc, char **argv)
   struct settings set;
   struct endpoint *src = NULL, *dst = NULL;
   struct copy_stats stats;
+  struct endpoint_settings endpoint_set; /* alive as long as the endpoints */
   struct blkhash *source_hash = NULL;
   struct journal journal = { 0 };
   struct blkhash_file blkhash_file = { .open = false };
@@ -582,7 +583,8 @@ main (int argc, char **argv)
   if (opts.bitmap && bitmap_check_endpoints (&opts) == -1)
     goto fail;
 
-  if (open_endpoints (&opts, &src, &dst) == -1)
+  settings_for_endpoints (&endpoint_set, &opts);
+  if (open_endpoints (&opts, &endpoint_set, &src, &dst) == -1)
     goto fail;
   if (opts.resume) {
     if (open_journal (&opts, src, dst, &journal) == -1)

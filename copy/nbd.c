@@ -28,28 +28,31 @@
 #include "dirty_bitmap.h"
 #include "endpoint.h"
 #include "error.h"
+#include "fd_readable.h"
 #include "nbd.h"
 #include "ring.h"
 
-/* libnbd calls this when a command finishes; OP goes back to the engine.
- * Returning 1 retires the command so libnbd frees it at once.
+/* libnbd calls this when a command finishes; OP goes back to the engine,
+ * and its connection counts the command (see conn_read).  Returning 1
+ * retires the command so libnbd frees it at once.
  */
-/* Commands finished by this thread, so that conn_read can tell whether
- * libnbd finished one without asking it (each libnbd call takes the
- * handle's lock).
- */
-static __thread unsigned commands_done;
-
 static int
 command_done (void *user_data, int *error)
 {
-  commands_done++;
-  op_complete (user_data, *error);
+  struct op *op = user_data;
+
+  op_io (op)->conn->commands_done++;
+  op_complete (op, *error);
   return 1;
 }
 
-#define DONE(op)                                                               \
-  ((nbd_completion_callback){ .callback = command_done, .user_data = (op) })
+/* The completion callback of OP, sent on C. */
+static nbd_completion_callback
+done_callback (struct conn *c, struct op *op)
+{
+  op_io (op)->conn = c;
+  return (nbd_completion_callback){ .callback = command_done, .user_data = op };
+}
 
 static int
 failed (void)
@@ -68,22 +71,6 @@ conn_note_fault (struct conn *c, const char *why)
     snprintf (c->fault, sizeof c->fault, "%s", why ? why : "unknown error");
 }
 
-/* Whether FD can be read from now (data, end of file or an error), as
- * opposed to when some earlier wake-up said so.
- */
-static bool
-socket_readable (int fd)
-{
-  struct pollfd pfd = { .fd = fd, .events = POLLIN };
-  int r;
-
-  do
-    r = poll (&pfd, 1, 0);
-  while (r == -1 && errno == EINTR);
-  /* If poll itself fails, let libnbd meet the problem and report it. */
-  return r != 0;
-}
-
 /* Have libnbd read what C's socket has, if that is allowed now (see
  * nbd_socket_ready): at most one reply, whose command's callback runs.
  *
@@ -100,12 +87,12 @@ conn_read (struct conn *c)
 {
   struct nbd_handle *h = c->h;
   bool was_ready = nbd_aio_is_ready (h) == 1;
-  unsigned before = commands_done;
+  unsigned before = c->commands_done;
 
   /* Not READY (say, part of a request still to send: a reply that
      libnbd finished may have let it send queued ones), nor parked:
      only if there is something to read. */
-  if (!was_ready && !c->parked && !socket_readable (c->fd)) {
+  if (!was_ready && !c->parked && !fd_readable (c->fd)) {
     c->more = false;
     return;
   }
@@ -116,7 +103,7 @@ conn_read (struct conn *c)
   if (nbd_aio_notify_read (h) == -1)
     conn_note_fault (c, nbd_get_error ());
   /* A finished reply leaves the handle READY. */
-  c->more = commands_done != before;
+  c->more = c->commands_done != before;
   c->parked = !c->more && was_ready && nbd_aio_is_processing (h) == 1;
 }
 
@@ -256,7 +243,7 @@ nbd_ep_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
   nbd_chunk_callback chunk = { .callback = read_chunk, .user_data = op };
   nbd_completion_callback done = { .callback = read_done, .user_data = op };
 
-  io->conn = c;
+  io->conn = c; /* for read_done, and command_done after it */
   io->offset = offset;
   io->len = len;
   io->cover = (struct read_cover){ 0 };
@@ -271,8 +258,9 @@ nbd_ep_write (struct conn *c, const void *buf, uint32_t len, uint64_t offset,
               struct op *op)
 {
   conn_unpark (c);
-  return nbd_aio_pwrite (c->h, buf, len, offset, DONE (op), 0) == -1 ? failed ()
-                                                                     : 0;
+  return nbd_aio_pwrite (c->h, buf, len, offset, done_callback (c, op), 0) == -1
+             ? failed ()
+             : 0;
 }
 
 static int
@@ -282,8 +270,9 @@ nbd_ep_zero (struct conn *c, uint64_t len, uint64_t offset, bool allocate,
   uint32_t flags = allocate ? LIBNBD_CMD_FLAG_NO_HOLE : 0;
 
   conn_unpark (c);
-  return nbd_aio_zero (c->h, len, offset, DONE (op), flags) == -1 ? failed ()
-                                                                  : 0;
+  return nbd_aio_zero (c->h, len, offset, done_callback (c, op), flags) == -1
+             ? failed ()
+             : 0;
 }
 
 static int
@@ -324,7 +313,8 @@ nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset,
   nbd_extent_callback cb = { .callback = got_extents, .user_data = list };
 
   conn_unpark (c);
-  return nbd_aio_block_status (c->h, len, offset, cb, DONE (op), 0) == -1
+  return nbd_aio_block_status (c->h, len, offset, cb, done_callback (c, op), 0)
+                 == -1
              ? failed ()
              : 0;
 }
@@ -352,7 +342,7 @@ static int
 nbd_ep_flush (struct conn *c, struct op *op)
 {
   conn_unpark (c);
-  return nbd_aio_flush (c->h, DONE (op), 0) == -1 ? failed () : 0;
+  return nbd_aio_flush (c->h, done_callback (c, op), 0) == -1 ? failed () : 0;
 }
 
 /* A poll on C's socket fired.

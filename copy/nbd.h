@@ -13,7 +13,6 @@
 #include <libnbd.h>
 
 #include "endpoint.h"
-#include "options.h"
 
 struct socket_poll {
   struct ring_event ev;
@@ -32,6 +31,11 @@ struct conn {
      waiting for a reply rather than ready to send: read once more before
      issuing a command. */
   bool parked;
+  /* Commands on this connection whose reply libnbd has finished
+     (command_done counts them), so that conn_read can tell whether a
+     read finished one without asking libnbd (each call takes the
+     handle's lock).  Only the thread driving the handle touches it. */
+  unsigned commands_done;
   /* Guards fd against a reconnect (worker) racing an abort (main). */
   pthread_mutex_t fd_lock;
   /* The server's first fault on this connection (see ops->fault), or
@@ -42,10 +46,9 @@ struct conn {
   char fault[256];
 };
 
-/* What a reconnect needs to know of the options (in ep->priv). */
+/* What a reconnect needs to know besides ep->settings (in ep->priv). */
 struct nbd_endpoint {
-  const struct options *opts; /* main's, alive until the end */
-  const char *bitmap;         /* --bitmap, on the source side */
+  const char *bitmap; /* --bitmap, on the source side, else NULL */
 };
 
 /* nbd_handshake.c.  Runs the handshakes of H[0..N), begun at START
@@ -64,7 +67,7 @@ unsigned nbd_handshake_all (struct nbd_handle **h, unsigned n,
  * meta context, saying which contexts it offers.
  */
 int nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
-                          const char *bitmap, const struct options *opts);
+                          const char *bitmap);
 
 /* nbd.c.  A poll on a connection's socket completed (the handler of
  * struct socket_poll's event).
@@ -80,8 +83,7 @@ void conn_unpark (struct conn *c);
 void nbd_ep_abort (struct conn *c);
 
 /* nbd_connect.c: the ops that open, reconnect and close. */
-int nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
-                 const struct options *opts);
+int nbd_ep_open (struct endpoint *ep, bool writable, unsigned want);
 int nbd_ep_reconnect (struct endpoint *ep, struct conn *c);
 void nbd_ep_close (struct endpoint *ep, bool clean);
 

@@ -28,7 +28,6 @@
 #include "error.h"
 #include "minmax.h"
 #include "nbd.h"
-#include "options.h"
 #include "segment.h"
 
 /* The least send buffer asked of a Unix socket: two default requests
@@ -190,9 +189,9 @@ print_debug (void *user_data, const char *context, const char *msg)
  * the bitmap is not among them (see nbd_negotiate_bitmap).
  */
 static struct nbd_handle *
-handle_create (const struct endpoint *ep, const struct options *opts,
-               const char *bitmap, bool opt_mode)
+handle_create (const struct endpoint *ep, const char *bitmap, bool opt_mode)
 {
+  bool verbose = ep->settings->verbose;
   struct nbd_handle *h = nbd_create ();
   nbd_debug_callback debug = { .callback = print_debug };
   char context[BITMAP_CONTEXT_MAX];
@@ -205,8 +204,8 @@ handle_create (const struct endpoint *ep, const struct options *opts,
     return NULL;
   if (bitmap)
     bitmap_context (bitmap, context, sizeof context);
-  if ((opts->verbose && nbd_set_debug_callback (h, debug) == -1)
-      || nbd_set_debug (h, opts->verbose) == -1
+  if ((verbose && nbd_set_debug_callback (h, debug) == -1)
+      || nbd_set_debug (h, verbose) == -1
       /* Buffers are only used after a successful read, so libnbd need
          not clear them first (it does by default, at a cost). */
       || nbd_set_pread_initialize (h, false) == -1
@@ -319,17 +318,18 @@ read_caps (struct endpoint *ep, struct nbd_handle *h)
  */
 static unsigned
 start_handshakes (struct nbd_handle **h, unsigned from, unsigned to,
-                  const struct endpoint *ep, const struct options *opts,
-                  const char *bitmap, char *why, size_t why_size)
+                  const struct endpoint *ep, const char *bitmap, char *why,
+                  size_t why_size)
 {
+  bool verbose = ep->settings->verbose;
   unsigned n = 0;
 
   for (unsigned i = from; i < to; i++) {
-    h[i] = handle_create (ep, opts, bitmap, bitmap && i == 0);
+    h[i] = handle_create (ep, bitmap, bitmap && i == 0);
     if (!h[i]) {
-      if (opts->verbose || n + from == i)
+      if (verbose || n + from == i)
         snprintf (why, why_size, "%s", error_get ());
-      if (opts->verbose)
+      if (verbose)
         fprintf (stderr, "nbdcp: %s: connection %u failed: %s\n", ep->spec,
                  i + 1, why);
     }
@@ -346,9 +346,9 @@ start_handshakes (struct nbd_handle **h, unsigned from, unsigned to,
  */
 static unsigned
 connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
-             unsigned want, const struct options *opts, const char *bitmap,
-             bool *retryable)
+             unsigned want, const char *bitmap, bool *retryable)
 {
+  const struct endpoint_settings *set = ep->settings;
   unsigned ready;
   int64_t start = now_ms ();
   char why[512] = "";
@@ -364,15 +364,14 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
   /* A connection that fails at once (qemu-nbd's listen queue can be
      full when it takes one client) is only fatal if none works. */
   *retryable = true;
-  if (start_handshakes (h, 0, first, ep, opts, bitmap, why, sizeof why) == 0) {
+  if (start_handshakes (h, 0, first, ep, bitmap, why, sizeof why) == 0) {
     error_set ("%s: %s", ep->spec, why);
     return 0;
   }
   /* --bitmap: the first connection's handshake makes sure of the
      bitmap, and lists what the server has if it is not there, before
      the others start theirs. */
-  if (bitmap
-      && (!h[0] || nbd_negotiate_bitmap (h[0], ep, bitmap, opts) == -1)) {
+  if (bitmap && (!h[0] || nbd_negotiate_bitmap (h[0], ep, bitmap) == -1)) {
     if (!h[0])
       error_set ("%s: %s", ep->spec, why);
     /* A server that answered (no such bitmap, no such export) would
@@ -386,14 +385,14 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
       }
     return 0;
   }
-  ready = nbd_handshake_all (h, first, ep, opts->verbose, opts->timeout_ms,
-                             start);
+  ready
+      = nbd_handshake_all (h, first, ep, set->verbose, set->timeout_ms, start);
   if (ready > 0 && first < want) {
     int64_t size = nbd_get_size (h[0]);
     uint64_t useful = size > 0 ? segment_count (size) : 1;
 
     if (useful < want) {
-      if (opts->verbose)
+      if (set->verbose)
         fprintf (stderr,
                  "nbdcp: %s: %" PRIu64 " connection%s: the disk has %" PRIu64
                  " segment%s of %" PRIu64 " MiB\n",
@@ -402,9 +401,9 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
       want = useful;
     }
     /* Extras that cannot start are not fatal: the first one works. */
-    start_handshakes (h, first, want, ep, opts, bitmap, why, sizeof why);
-    ready = nbd_handshake_all (h, want, ep, opts->verbose, opts->timeout_ms,
-                               start);
+    start_handshakes (h, first, want, ep, bitmap, why, sizeof why);
+    ready
+        = nbd_handshake_all (h, want, ep, set->verbose, set->timeout_ms, start);
   }
   return ready;
 }
@@ -415,8 +414,9 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
  */
 static int
 adopt_connections (struct endpoint *ep, struct nbd_handle **h, unsigned ready,
-                   const struct options *opts, const char *bitmap)
+                   const char *bitmap)
 {
+  const struct endpoint_settings *set = ep->settings;
   unsigned n = 0;
 
   ep->size = nbd_get_size (h[0]);
@@ -448,9 +448,9 @@ adopt_connections (struct endpoint *ep, struct nbd_handle **h, unsigned ready,
     }
     c->h = h[i];
     c->fd = nbd_aio_get_fd (h[i]);
-    int send_buffer = enlarge_send_buffer (c->fd, opts->request_size);
+    int send_buffer = enlarge_send_buffer (c->fd, set->request_size);
     keep_alive (c->fd);
-    if (opts->verbose && n == 0 && send_buffer > 0)
+    if (set->verbose && n == 0 && send_buffer > 0)
       fprintf (stderr, "nbdcp: %s: socket send buffer %d KiB\n", ep->spec,
                send_buffer / 1024);
     c->in = (struct socket_poll){ .ev.handle = nbd_socket_ready, .conn = c };
@@ -461,7 +461,6 @@ adopt_connections (struct endpoint *ep, struct nbd_handle **h, unsigned ready,
   }
   ep->nconns = n;
   *(struct nbd_endpoint *) ep->priv = (struct nbd_endpoint){
-    .opts = opts,
     .bitmap = bitmap,
   };
   return 0;
@@ -487,24 +486,24 @@ fail:
  * return -1 with the reason, saying whether it was retried.
  */
 static int
-wait_to_retry (const struct endpoint *ep, const struct options *opts,
-               unsigned attempt)
+wait_to_retry (const struct endpoint *ep, unsigned attempt)
 {
+  const struct endpoint_settings *set = ep->settings;
   char why[512];
   int64_t delay, until;
 
   snprintf (why, sizeof why, "%s", error_get ());
-  if (attempt >= opts->retry) {
-    if (opts->retry == 0)
+  if (attempt >= set->retry) {
+    if (set->retry == 0)
       error_set ("%s (not retried; see --retry)", why);
     else
-      error_set ("%s (gave up after %u %s)", why, opts->retry,
-                 opts->retry == 1 ? "retry" : "retries");
+      error_set ("%s (gave up after %u %s)", why, set->retry,
+                 set->retry == 1 ? "retry" : "retries");
     return -1;
   }
-  delay = backoff_ms (opts->retry_delay_ms, attempt, RETRY_DELAY_MAX_MS);
+  delay = backoff_ms (set->retry_delay_ms, attempt, RETRY_DELAY_MAX_MS);
   fprintf (stderr, "nbdcp: %s; connecting again in %.1f s (retry %u of %u)\n",
-           why, delay / 1000.0, attempt + 1, opts->retry);
+           why, delay / 1000.0, attempt + 1, set->retry);
   /* Sleep in slices, so that a signal ends the wait at once. */
   until = now_ms () + delay;
   for (int64_t left = delay; left > 0; left = until - now_ms ()) {
@@ -524,12 +523,11 @@ wait_to_retry (const struct endpoint *ep, const struct options *opts,
  * such export or bitmap) and a signal are not.
  */
 int
-nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
-             const struct options *opts)
+nbd_ep_open (struct endpoint *ep, bool writable, unsigned want)
 {
   struct nbd_handle **h = calloc (want, sizeof *h);
   /* --bitmap is the source's. */
-  const char *bitmap = writable ? NULL : opts->bitmap;
+  const char *bitmap = writable ? NULL : ep->settings->bitmap;
   int r = -1;
 
   if (!h) {
@@ -542,14 +540,13 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want,
   }
   for (unsigned attempt = 0;; attempt++) {
     bool retryable;
-    unsigned ready
-        = connect_all (h, ep, writable, want, opts, bitmap, &retryable);
+    unsigned ready = connect_all (h, ep, writable, want, bitmap, &retryable);
     if (ready > 0) {
-      r = adopt_connections (ep, h, ready, opts, bitmap);
+      r = adopt_connections (ep, h, ready, bitmap);
       break;
     }
     if (!retryable || ep->command || *ep->interrupted
-        || wait_to_retry (ep, opts, attempt) == -1)
+        || wait_to_retry (ep, attempt) == -1)
       break;
   }
   free (h);
@@ -567,17 +564,17 @@ int
 nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
 {
   const struct nbd_endpoint *ne = ep->priv;
+  const struct endpoint_settings *set = ep->settings;
   struct nbd_handle *h, *old;
 
   if (c->in.armed || c->out.armed) {
     nbd_ep_abort (c); /* they complete as soon as the socket is shut */
     return 1;
   }
-  h = handle_create (ep, ne->opts, ne->bitmap, false);
+  h = handle_create (ep, ne->bitmap, false);
   if (!h)
     return -1;
-  if (nbd_handshake_all (&h, 1, ep, ne->opts->verbose, ne->opts->timeout_ms,
-                         now_ms ())
+  if (nbd_handshake_all (&h, 1, ep, set->verbose, set->timeout_ms, now_ms ())
       == 0)
     return -1;
   if (nbd_get_size (h) != ep->size) {
@@ -587,7 +584,7 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
     nbd_close (h);
     return -1;
   }
-  enlarge_send_buffer (nbd_aio_get_fd (h), ne->opts->request_size);
+  enlarge_send_buffer (nbd_aio_get_fd (h), set->request_size);
   keep_alive (nbd_aio_get_fd (h));
   pthread_mutex_lock (&c->fd_lock);
   old = c->h;

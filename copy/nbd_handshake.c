@@ -31,6 +31,7 @@
 #include "dirty_bitmap.h"
 #include "endpoint.h"
 #include "error.h"
+#include "fd_readable.h"
 #include "minmax.h"
 #include "nbd.h"
 
@@ -66,17 +67,6 @@ awaiting_greeting (struct nbd_handle *h)
   return state
          && (strncmp (state, "CONNECT", 7) == 0 /* CONNECT, CONNECT_TCP.. */
              || strncmp (state, "MAGIC.", 6) == 0);
-}
-
-/* True if H's socket has something to read that libnbd has not seen
- * yet: a greeting that arrived since the last poll is not a missing one.
- */
-static bool
-socket_readable (struct nbd_handle *h)
-{
-  struct pollfd pfd = { .fd = nbd_aio_get_fd (h), .events = POLLIN };
-
-  return pfd.fd >= 0 && poll (&pfd, 1, 0) == 1;
 }
 
 /* The handshakes that nbd_handshake_all runs, between its steps. */
@@ -121,8 +111,10 @@ handshake_look (struct handshake *hs, unsigned i)
     hs->nready++;
     return;
   }
+  /* A greeting that arrived since the last poll, which libnbd has not
+     read yet, is not a missing one. */
   if (now_ms () >= hs->greeting_deadline && awaiting_greeting (h)
-      && !socket_readable (h)) {
+      && !fd_readable (nbd_aio_get_fd (h))) {
     if (hs->verbose)
       fprintf (stderr,
                "nbdcp: %s: connection %u got no greeting from the "
@@ -400,11 +392,11 @@ got_context (void *user_data, const char *name)
  */
 int
 nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
-                      const char *bitmap, const struct options *opts)
+                      const char *bitmap)
 {
+  int64_t timeout_ms = ep->settings->timeout_ms;
   int64_t deadline
-      = now_ms ()
-        + (opts->timeout_ms ? opts->timeout_ms : FIRST_CONNECT_TIMEOUT_MS);
+      = now_ms () + (timeout_ms ? timeout_ms : FIRST_CONNECT_TIMEOUT_MS);
   char context[BITMAP_CONTEXT_MAX];
   struct context_names names = { .text = "" };
   nbd_context_callback list_cb

@@ -15,8 +15,7 @@ struct conn {
 };
 
 static int
-null_open (struct endpoint *ep, bool writable, unsigned want,
-           const struct options *opts)
+null_open (struct endpoint *ep, bool writable, unsigned want)
 {
   ep->size = INT64_MAX; /* any source fits */
   ep->caps = (struct endpoint_caps){

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "endpoint.h"
+#include "op_io.h"
 
 enum op_kind {
   OP_READ,

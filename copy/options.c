@@ -335,23 +335,33 @@ list_options (bool longs)
 }
 
 /* '[ CMD ARGS ... ]' groups are taken out of the command line before
- * getopt sees it, each replaced by the address of one of these marks,
- * so that CMD's own options are never taken for nbdcp's and nbdcp's
- * options may still come anywhere (as with nbdcopy).
+ * getopt sees it, so that CMD's own options are never taken for
+ * nbdcp's and nbdcp's options may still come anywhere (as with
+ * nbdcopy).  Group G leaves a placeholder operand in its place:
+ * group_placeholder[G], an empty string.  getopt takes it for an
+ * operand and may move it among the others, so it is recognised by
+ * its address, which no word of the command line shares (an empty
+ * operand that the user wrote is another string).
  */
 #define MAX_GROUPS 8
-static char group_marks[MAX_GROUPS];
+static char group_placeholder[MAX_GROUPS][1];
 
+/* What placeholder_group returns for a word that is no placeholder. */
+#define NOT_A_GROUP (-1)
+
+/* The group whose placeholder WORD is, or NOT_A_GROUP. */
 static int
-is_mark (const char *word)
+placeholder_group (const char *word)
 {
-  return word >= group_marks && word < group_marks + MAX_GROUPS
-             ? word - group_marks
-             : -1;
+  for (int g = 0; g < MAX_GROUPS; g++)
+    if (word == group_placeholder[g])
+      return g;
+  return NOT_A_GROUP;
 }
 
-/* Copies ARGV to *AV with the bracket groups lifted out into GROUPS
- * (their "]" becomes NULL, in ARGV).  Returns the new argc, or -1.
+/* Copies ARGV to *AV with the bracket groups lifted out into GROUPS,
+ * each leaving its placeholder (their "]" becomes NULL, in ARGV).
+ * Returns the new argc, or -1.
  */
 static int
 lift_groups (int argc, char **argv, char **av, char **groups[MAX_GROUPS])
@@ -378,7 +388,7 @@ lift_groups (int argc, char **argv, char **av, char **groups[MAX_GROUPS])
       return bad ("too many '[ CMD ]' groups");
     argv[j] = NULL;
     groups[ng] = &argv[i + 1];
-    av[ac++] = &group_marks[ng++];
+    av[ac++] = group_placeholder[ng++];
     i = j;
   }
   av[ac] = NULL;
@@ -397,11 +407,11 @@ parse_endpoints (int ac, char **av, char **groups[MAX_GROUPS],
                 n == 1 ? "" : "s");
   for (int k = 0; k < 2; k++) {
     const char *word = av[optind + k];
-    int g = is_mark (word);
+    int g = placeholder_group (word);
     const char **spec = k == 0 ? &opts->src : &opts->dst;
     char ***command = k == 0 ? &opts->src_command : &opts->dst_command;
 
-    if (g >= 0) {
+    if (g != NOT_A_GROUP) {
       *command = groups[g];
       *spec = groups[g][0];
     }

@@ -9,10 +9,6 @@
 #define MIN_REQUEST_SIZE 512
 #define DEFAULT_CHECKPOINT ((int64_t) 1024 * 1024 * 1024)
 
-/* The longest wait between --retry's attempts (unless --retry-delay
-   asks for longer from the start). */
-#define RETRY_DELAY_MAX_MS 30000
-
 struct options {
   const char *src;    /* SOURCE as given */
   const char *dst;    /* DESTINATION as given */
@@ -53,7 +49,7 @@ struct options {
                                block status */
   unsigned retry;           /* --retry: reconnects per broken connection */
   int64_t retry_delay_ms;   /* --retry-delay: the first wait, doubled
-                               up to RETRY_DELAY_MAX_MS (lib/backoff.h) */
+                               up to RETRY_DELAY_MAX_MS (backoff.h) */
   int64_t rate;             /* --rate: bytes per second, 0 = no limit */
   int64_t checkpoint;       /* --checkpoint: bytes between a lane's
                                flushes with --retry or --resume */

@@ -7,7 +7,7 @@
 
 #include <liburing.h>
 
-#include "endpoint.h"
+#include "ring_event.h"
 
 /* Create a worker's ring of ENTRIES.  *DISABLED says whether it was
  * made for one thread and must be enabled by that thread with

@@ -274,3 +274,18 @@ settings_ask_destination_zero (const struct settings *s,
          && !s->allocated && !dst->caps.stream && dst->caps.can_extents
          && dst->ops->extents;
 }
+
+void
+settings_for_endpoints (struct endpoint_settings *es,
+                        const struct options *opts)
+{
+  *es = (struct endpoint_settings){
+    .verbose = opts->verbose,
+    .timeout_ms = opts->timeout_ms,
+    .request_size = opts->request_size,
+    .direct = opts->direct,
+    .retry = opts->retry,
+    .retry_delay_ms = opts->retry_delay_ms,
+    .bitmap = opts->bitmap,
+  };
+}

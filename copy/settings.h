@@ -59,6 +59,10 @@ struct settings {
 int settings_compute (struct settings *s, const struct options *opts,
                       const struct endpoint *src, const struct endpoint *dst);
 
+/* Fill ES, what the endpoints are opened with, from OPTS. */
+void settings_for_endpoints (struct endpoint_settings *es,
+                             const struct options *opts);
+
 /* Whether, with S, the copy asks DST where it already reads as zero. */
 bool settings_ask_destination_zero (const struct settings *s,
                                     const struct endpoint *src,

@@ -20,7 +20,6 @@
 #include "endpoint.h"
 #include "error.h"
 #include "minmax.h"
-#include "options.h"
 
 #define ZERO_CHUNK (256 * 1024)
 
@@ -33,8 +32,7 @@ struct conn {
 static const char zeroes[ZERO_CHUNK];
 
 static int
-stream_open (struct endpoint *ep, bool writable, unsigned want,
-             const struct options *opts)
+stream_open (struct endpoint *ep, bool writable, unsigned want)
 {
   struct conn *c = calloc (1, sizeof *c);
 

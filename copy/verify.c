@@ -63,7 +63,8 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
   char hex[2 * BLKHASH_MAX_DIGEST + 1];
   int r;
 
-  sink = endpoint_open ("null:", NULL, true, dst->nconns, opts, interrupted);
+  sink = endpoint_open ("null:", NULL, true, dst->nconns, dst->settings,
+                        interrupted);
   if (!sink)
     return -1;
   sink->side = "--verify";

@@ -8,6 +8,10 @@
 
 #include <stdint.h>
 
+/* The longest wait between --retry's attempts (unless --retry-delay
+   asks for longer from the start). */
+#define RETRY_DELAY_MAX_MS 30000
+
 /* The wait before attempt ATTEMPT (0 for the first) after FIRST_MS:
  * FIRST_MS doubled ATTEMPT times, but no longer than LONGEST_MS, or
  * than FIRST_MS if that is longer still.

@@ -1,17 +1,26 @@
 #!/bin/bash
-# Nothing calls "up" (docs/design.md): the endpoint files (endpoint.c,
-# nbd*.c, file.c, stream.c, null.c and their headers) include no header
-# of the engine or of what drives it, not even through another header,
-# and their objects use no symbol defined by main.c, the engine or the
-# files above the endpoints.  Endpoints may call down (error.c, ring.c,
-# extents.c, dirty_bitmap.c, lib/) and op_complete (op.c, declared in
-# endpoint.h for them).
+# Nothing calls "up" (docs/design.md), and three rules hold it:
+#
+# - The endpoint files (endpoint.c, nbd*.c, file.c, stream.c, null.c
+#   and their headers) include no header of the engine or of what
+#   drives it, not even through another header, and their objects use
+#   no symbol defined by main.c, the engine or the files above the
+#   endpoints.  Endpoints may call down (error.c, ring.c, extents.c,
+#   dirty_bitmap.c, lib/) and op_complete (op.c, declared in op_io.h
+#   for them).
+# - They do not include options.h either: what they need of the
+#   command line is struct endpoint_settings (endpoint.h).
+# - ring.[ch] and op.[ch], which the endpoints call down into, include
+#   no endpoint header (ring_event.h and op_io.h are below both), and
+#   their objects use no symbol an endpoint object defines.
 . "${srcdir:-.}/tests/functions.sh"
 
 copy="$srcdir/copy"
 # The layers above the endpoints, as headers and as object names.
 upper="lane job engine op pool window zero_run settings bitmap verify
        journal blkhash progress stats main"
+# And what the endpoints are given instead: the command line's options.
+forbidden="$upper options"
 
 endpoint_files=()
 for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/file.c \
@@ -19,6 +28,19 @@ for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/file.c \
   [ -f "$f" ] && endpoint_files+=("$f")
 done
 [ "${#endpoint_files[@]}" -ge 6 ] || fail "endpoint files not found in $copy"
+endpoint_headers=()
+for f in "${endpoint_files[@]}"; do
+  case "$f" in *.h) endpoint_headers+=("$(basename "$f")") ;; esac
+done
+[ "${#endpoint_headers[@]}" -ge 2 ] || fail "endpoint headers not found"
+
+# Below the endpoints, though the engine uses them too.
+lower_files=()
+for f in "$copy"/ring.[ch] "$copy"/ring_event.h "$copy"/op.[ch] \
+         "$copy"/op_io.h; do
+  [ -f "$f" ] && lower_files+=("$f")
+done
+[ "${#lower_files[@]}" -ge 4 ] || fail "ring and op files not found in $copy"
 
 # The headers FILE includes with quotes, and theirs, each once.
 declare -A seen
@@ -40,11 +62,26 @@ bad=0
 for f in "${endpoint_files[@]}"; do
   seen=()
   closure "$f"
-  for u in $upper; do
-    if [ -n "${seen[$u.h]:-}" ]; then
-      echo "layering: ${f#$srcdir/} includes $u.h" \
-           "(through ${seen[$u.h]#$srcdir/}): an endpoint must not" \
-           "depend on the layers above it" >&2
+  for u in $forbidden; do
+    [ -n "${seen[$u.h]:-}" ] || continue
+    if [ "$u" = options ]; then
+      why="an endpoint reads struct endpoint_settings, not the options"
+    else
+      why="an endpoint must not depend on the layers above it"
+    fi
+    echo "layering: ${f#$srcdir/} includes $u.h" \
+         "(through ${seen[$u.h]#$srcdir/}): $why" >&2
+    bad=1
+  done
+done
+for f in "${lower_files[@]}"; do
+  seen=()
+  closure "$f"
+  for h in "${endpoint_headers[@]}"; do
+    if [ -n "${seen[$h]:-}" ]; then
+      echo "layering: ${f#$srcdir/} includes $h" \
+           "(through ${seen[$h]#$srcdir/}): ring and op are below the" \
+           "endpoints, which call down into them" >&2
       bad=1
     fi
   done
@@ -54,15 +91,15 @@ done
 # defines.  The objects are automake's (copy/nbdcp-NAME.o) in this
 # build directory.
 if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
-  for u in $upper; do
+  for u in $forbidden; do
     [ -f "copy/nbdcp-$u.o" ] || continue
     nm --defined-only -g "copy/nbdcp-$u.o" |
       awk -v f="$u.c" 'NF == 3 { print $3, f }'
   done | sort >"$tmp/upper-symbols"
-  # Except what endpoint.h declares for the endpoints (op_complete...).
-  sed -n 's/^[a-z].*[ *]\(op_[a-z_]*\) (.*/\1/p' "$copy/endpoint.h" \
+  # Except what op_io.h declares for the endpoints (op_complete...).
+  sed -n 's/^[a-z].*[ *]\(op_[a-z_]*\) (.*/\1/p' "$copy/op_io.h" \
     >"$tmp/allowed"
-  [ -s "$tmp/allowed" ] || fail "no op_ functions found in endpoint.h"
+  [ -s "$tmp/allowed" ] || fail "no op_ functions found in op_io.h"
   for f in "${endpoint_files[@]}"; do
     case "$f" in *.c) ;; *) continue ;; esac
     o="copy/nbdcp-$(basename "$f" .c).o"
@@ -76,8 +113,26 @@ if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
       bad=1
     done <"$tmp/up"
   done
+  # ring.o and op.o use nothing that an endpoint object defines.
+  for f in "${endpoint_files[@]}"; do
+    case "$f" in *.c) ;; *) continue ;; esac
+    nm --defined-only -g "copy/nbdcp-$(basename "$f" .c).o" |
+      awk -v f="${f#$srcdir/}" 'NF == 3 { print $3, f }'
+  done | sort >"$tmp/endpoint-symbols"
+  for f in "${lower_files[@]}"; do
+    case "$f" in *.c) ;; *) continue ;; esac
+    o="copy/nbdcp-$(basename "$f" .c).o"
+    [ -f "$o" ] || fail "$o not built"
+    nm -u "$o" | awk '{ print $NF }' | sort >"$tmp/needs"
+    join "$tmp/needs" "$tmp/endpoint-symbols" >"$tmp/up" || :
+    while read -r sym def; do
+      echo "layering: ${f#$srcdir/} uses $sym, defined in $def:" \
+           "ring and op must not call up into the endpoints" >&2
+      bad=1
+    done <"$tmp/up"
+  done
 else
   echo "objects or nm not found: checking the includes only"
 fi
 
-[ "$bad" -eq 0 ] || fail "the endpoints depend on what is above them (see above)"
+[ "$bad" -eq 0 ] || fail "a file depends on a layer above its own (see above)"
