@@ -139,7 +139,7 @@ bitmap_scan (struct endpoint *src, struct settings *s)
   /* As the lanes will ask: from each position to the end of its
      segment, so that the answers are fitted to blocks the same way. */
   while (pos < size) {
-    uint64_t end = MIN ((pos / SEGMENT_SIZE + 1) * SEGMENT_SIZE, size);
+    uint64_t end = segment_end (size, pos / SEGMENT_SIZE);
 
     extent_list_reset (&out, pos, end);
     extent_list_reset (&alloc, pos, end);

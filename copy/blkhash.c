@@ -47,6 +47,7 @@
 #include "error.h"
 #include "is_zero.h"
 #include "minmax.h"
+#include "segment.h"
 
 static const char *const algo_names[] = { "md5", "sha1", "sha256", "sha512" };
 
@@ -92,10 +93,9 @@ slot_bytes (int algo, uint32_t block, uint64_t span)
 }
 
 uint64_t
-blkhash_memory (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
-                unsigned nslots)
+blkhash_memory (int algo, uint32_t block, uint64_t size, unsigned nslots)
 {
-  return nslots * slot_bytes (algo, block, MIN (segment_size, size));
+  return nslots * slot_bytes (algo, block, MIN (SEGMENT_SIZE, size));
 }
 
 #ifdef HAVE_GNUTLS
@@ -142,7 +142,6 @@ struct blkhash {
   int algo;
   size_t dlen;
   uint32_t block;
-  uint64_t segment_size;
   bool keep_bytes; /* slots keep bytes, hashed as they are fed */
   unsigned char zero_digest[BLKHASH_MAX_DIGEST]; /* of a whole block */
   char *zeroes;                                  /* one block */
@@ -182,8 +181,8 @@ static const gnutls_digest_algorithm_t galgos[]
     = { GNUTLS_DIG_MD5, GNUTLS_DIG_SHA1, GNUTLS_DIG_SHA256, GNUTLS_DIG_SHA512 };
 
 struct blkhash *
-blkhash_new (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
-             unsigned nslots, uint64_t nsegments)
+blkhash_new (int algo, uint32_t block, uint64_t size, unsigned nslots,
+             uint64_t nsegments)
 {
   struct blkhash *h = calloc (1, sizeof *h);
   size_t per_slot;
@@ -197,13 +196,12 @@ blkhash_new (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
   h->galgo = galgos[algo];
   h->dlen = digest_len (algo);
   h->block = block;
-  h->segment_size = segment_size;
   h->nslots = nslots;
   h->keep_bytes = keeps_bytes (algo, block);
   pthread_mutex_init (&h->lock, NULL);
-  per_slot = slot_bytes (algo, block, MIN (segment_size, size));
+  per_slot = slot_bytes (algo, block, MIN (SEGMENT_SIZE, size));
   h->granule = MAX (block, (uint32_t) BLKHASH_READ_GRANULE);
-  h->granules_per_segment = segment_size / h->granule;
+  h->granules_per_segment = SEGMENT_SIZE / h->granule;
   h->zeroes = calloc (1, block);
   h->slots = calloc (nslots, sizeof *h->slots);
   h->digest_store = malloc (MAX ((size_t) nslots * per_slot, (size_t) 1));
@@ -309,19 +307,10 @@ blkhash_lane_destroy (struct blkhash_lane *hl)
   hl->npartials = 0;
 }
 
-/* Bytes of SEGMENT in a disk of SIZE bytes. */
-static uint64_t
-segment_len (const struct blkhash *h, uint64_t segment, uint64_t size)
-{
-  uint64_t start = segment * h->segment_size;
-
-  return start >= size ? 0 : MIN (h->segment_size, size - start);
-}
-
 static uint64_t
 segment_blocks (const struct blkhash *h, uint64_t segment, uint64_t size)
 {
-  return (segment_len (h, segment, size) + h->block - 1) / h->block;
+  return (segment_length (size, segment) + h->block - 1) / h->block;
 }
 
 /* Make room for SEGMENT's digest (a stream source, whose size is not
@@ -384,7 +373,7 @@ static void
 feed_bytes (struct blkhash *h, struct blkhash_slot *s, uint64_t size)
 {
   unsigned char batch[FEED_BATCH * BLKHASH_MAX_DIGEST];
-  uint64_t len = segment_len (h, s->segment, size);
+  uint64_t len = segment_length (size, s->segment);
   uint64_t pos = 0;
 
   while (pos < len) {
@@ -508,7 +497,7 @@ static unsigned char *
 digest_of (const struct blkhash *h, struct blkhash_slot *s, uint64_t offset)
 {
   return s->digests
-         + (offset - s->segment * h->segment_size) / h->block * h->dlen;
+         + (offset - segment_start (s->segment)) / h->block * h->dlen;
 }
 
 /* Zeroes at [OFFSET, OFFSET+LEN), whole blocks or the pieces of one in
@@ -566,7 +555,7 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
              size_t len, uint64_t size)
 {
   struct blkhash *h = hl->h;
-  uint64_t segment = offset / h->segment_size;
+  uint64_t segment = offset / SEGMENT_SIZE;
   struct blkhash_slot *s = NULL;
   unsigned k;
 
@@ -581,7 +570,7 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
     return;
 
   if (h->keep_bytes) {
-    unsigned char *to = s->digests + (offset - segment * h->segment_size);
+    unsigned char *to = s->digests + (offset - segment_start (segment));
     if (data)
       memcpy (to, data, len);
     else
@@ -597,13 +586,13 @@ blkhash_add (struct blkhash_lane *hl, uint64_t offset, const char *data,
                     MIN ((size_t) h->block, len - pos),
                     digest_of (h, s, offset + pos));
   if (data && len > 0) {
-    uint64_t start = offset - segment * h->segment_size;
+    uint64_t start = offset - segment_start (segment);
     for (uint64_t g = start / h->granule; g <= (start + len - 1) / h->granule;
          g++)
       bit_set (s->read_bits, g);
   }
   s->bytes += len;
-  if (s->bytes < segment_len (h, segment, size))
+  if (s->bytes < segment_length (size, segment))
     return;
 
   /* Complete: no longer this lane's; feed it if it is its turn. */
@@ -622,7 +611,7 @@ blkhash_restart_segment (struct blkhash_lane *hl, uint64_t segment)
       hl->slots[k]->bytes = 0;
   for (unsigned i = 0; i < hl->npartials; i++)
     if (hl->partials[i].offset != PARTIAL_FREE
-        && hl->partials[i].offset / hl->h->segment_size == segment)
+        && hl->partials[i].offset / SEGMENT_SIZE == segment)
       hl->partials[i].offset = PARTIAL_FREE;
 }
 
@@ -637,7 +626,7 @@ blkhash_finish (struct blkhash *h, uint64_t size, char *out)
   for (unsigned i = 0; i < h->nslots; i++) {
     struct blkhash_slot *s = &h->slots[i];
     if (s->state == SLOT_HASHING
-        && s->bytes == segment_len (h, s->segment, size))
+        && s->bytes == segment_length (size, s->segment))
       s->state = SLOT_COMPLETE;
   }
   feed_ready (h, size);
@@ -652,11 +641,11 @@ blkhash_finish (struct blkhash *h, uint64_t size, char *out)
                "with no place to gather them");
     return -1;
   }
-  if (h->next_feed * h->segment_size < size) {
+  if (segment_start (h->next_feed) < size) {
     pthread_mutex_unlock (&h->lock);
     error_set ("--blkhash: internal error: the blocks from offset %llu on "
                "were not all hashed",
-               (unsigned long long) (h->next_feed * h->segment_size));
+               (unsigned long long) segment_start (h->next_feed));
     return -1;
   }
   for (int i = 0; i < 8; i++)
@@ -713,8 +702,8 @@ blkhash_available (void)
 }
 
 struct blkhash *
-blkhash_new (int algo, uint32_t block, uint64_t segment_size, uint64_t size,
-             unsigned nslots, uint64_t nsegments)
+blkhash_new (int algo, uint32_t block, uint64_t size, unsigned nslots,
+             uint64_t nsegments)
 {
   error_set ("--blkhash is not built in (nbdcp was built without GnuTLS)");
   return NULL;

@@ -50,20 +50,19 @@ struct blkhash_lane {
 };
 
 /* Everything is allocated here, before the copy starts: NSLOTS segment
- * slots of (segment_size / BLOCK) digests each (or of segment_size
+ * slots of (SEGMENT_SIZE / BLOCK) digests each (or of SEGMENT_SIZE
  * bytes for blocks smaller than a digest; and no more than a disk of
  * SIZE bytes needs, UINT64_MAX if not known), and one digest per
  * segment for NSEGMENTS segments (UINT64_MAX for a stream: that array
  * then grows, by doubling, as segments are fed).  Returns NULL after
  * error_set().
  */
-struct blkhash *blkhash_new (int algo, uint32_t block, uint64_t segment_size,
-                             uint64_t size, unsigned nslots,
-                             uint64_t nsegments);
+struct blkhash *blkhash_new (int algo, uint32_t block, uint64_t size,
+                             unsigned nslots, uint64_t nsegments);
 void blkhash_free (struct blkhash *h);
 /* The memory blkhash_new takes for these parameters. */
-uint64_t blkhash_memory (int algo, uint32_t block, uint64_t segment_size,
-                         uint64_t size, unsigned nslots);
+uint64_t blkhash_memory (int algo, uint32_t block, uint64_t size,
+                         unsigned nslots);
 
 /* NPARTIALS: the blocks the lane may gather from several reads at once
  * (0 if every read holds whole blocks); each takes a block of memory,

@@ -37,10 +37,17 @@
  * first failure's message.
  *
  * Nothing here allocates once the workers have started.  What a lane
+<<<<<<< HEAD
  * does is in lane.c (its recovery from failures in lane_recover.c, the
  * features that ride along in feature_*.c), the job's shared state and
  * accounting in job.c; this file has the threads, their event loops
  * and the timeouts, and attaches the features to each lane.
+=======
+ * does is in lane.c (its extents in lane_extents.c, its recovery from
+ * failures in lane_recover.c), the job's shared state, accounting and
+ * the main thread's wait for the workers in job.c; this file has the
+ * threads, their event loops and the timeouts.
+>>>>>>> main
  */
 #include <config.h>
 
@@ -327,72 +334,6 @@ worker_attach (struct worker *w)
     job->dst->ops->attach (l->dst, &w->ring, iov.iov_base, iov.iov_len, index);
 }
 
-/* Make every request in flight fail soon (see endpoint abort). */
-static void
-job_abort_connections (struct job *job)
-{
-  struct endpoint *eps[] = { job->src, job->dst };
-
-  for (unsigned e = 0; e < 2; e++)
-    if (eps[e]->ops->abort)
-      for (unsigned i = 0; i < eps[e]->nconns; i++)
-        eps[e]->ops->abort (eps[e]->conns[i]);
-}
-
-/* Wait for the workers, calling PROGRESS now and then; turn a signal
- * into a failure, cut the connections once the job is aborted, and
- * write --resume's journal when lanes have handed it flushed segments
- * (here, so that no worker waits for fdatasync; a failure to write it
- * fails the copy).
- */
-static void
-job_wait (struct job *job, progress_fn progress, void *progress_arg)
-{
-  bool aborted = false;
-
-  pthread_mutex_lock (&job->lock);
-  while (job->workers_running > 0) {
-    struct timespec ts;
-
-    clock_gettime (CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 200 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait (&job->workers_changed, &job->lock, &ts);
-    if (job->interrupted && *job->interrupted && !atomic_load (&job->abort)) {
-      char why[64];
-      snprintf (why, sizeof why, "interrupted by signal %d (%s)",
-                (int) *job->interrupted, strsignal (*job->interrupted));
-      pthread_mutex_unlock (&job->lock);
-      job_fail_text (job, why);
-      atomic_store (&job->abort, true);
-      pthread_mutex_lock (&job->lock);
-    }
-    if (job->journal && journal_pending (job->journal)) {
-      pthread_mutex_unlock (&job->lock);
-      if (journal_write (job->journal) == -1)
-        job_fail_text (job, error_get ());
-      pthread_mutex_lock (&job->lock);
-    }
-    if (atomic_load (&job->abort) && !aborted) {
-      /* Requests in flight may never be answered: cut every connection
-         so they fail and the workers can finish. */
-      job_abort_connections (job);
-      aborted = true;
-    }
-    if (progress) {
-      uint64_t done, total;
-      pthread_mutex_unlock (&job->lock);
-      job_progress (job, &done, &total);
-      progress (progress_arg, done, total);
-      pthread_mutex_lock (&job->lock);
-    }
-  }
-  pthread_mutex_unlock (&job->lock);
-}
-
 /* An interrupted copy says what it was waiting for if a request had
    waited this long: the server may be stuck (see --timeout). */
 #define STALL_REPORT_MS 5000
@@ -432,21 +373,20 @@ engine_setup (struct engine *e, const struct settings *set)
     /* Small blocks make big slots (16 MiB for sha512/512, 128 MiB for
        blocks smaller than a digest): fewer slots then, and lanes wait
        for them more often (see blkhash.c). */
-    uint64_t per_slot = MAX (
-        blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, size, 1),
-        (uint64_t) 1);
+    uint64_t per_slot
+        = MAX (blkhash_memory (set->hash_algo, set->hash_block, size, 1),
+               (uint64_t) 1);
     uint64_t fit = MAX (BLKHASH_MAX_MEMORY / per_slot, (uint64_t) 2);
     if (nslots > fit)
       nslots = fit;
-    job->hash = blkhash_new (set->hash_algo, set->hash_block, SEGMENT_SIZE,
-                             size, nslots, job->nsegments);
+    job->hash = blkhash_new (set->hash_algo, set->hash_block, size, nslots,
+                             job->nsegments);
     if (!job->hash)
       return -1;
     note (set->verbose,
           "--blkhash %s/%" PRIu32 ": %u digest slots, %" PRIu64 " bytes",
           blkhash_algo_name (set->hash_algo), set->hash_block, nslots,
-          blkhash_memory (set->hash_algo, set->hash_block, SEGMENT_SIZE, size,
-                          nslots));
+          blkhash_memory (set->hash_algo, set->hash_block, size, nslots));
   }
   if (!e->lanes || !e->workers
       || (job->nsegments != UINT64_MAX && !job->segment_done)

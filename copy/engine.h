@@ -7,12 +7,10 @@
 
 #include "blkhash.h"
 #include "endpoint.h"
+#include "job.h" /* progress_fn */
 #include "journal.h"
 #include "settings.h"
 #include "stats.h"
-
-/* Called a few times a second from the main thread while copying. */
-typedef void (*progress_fn) (void *arg, uint64_t done, uint64_t total);
 
 /* What engine_run is to do, and where its results go. */
 struct engine_params {

@@ -1,10 +1,13 @@
-/* The job as a whole (see job.h): its first failure, and the accounting
- * that proves a copy complete.
+/* The job as a whole (see job.h): its first failure, the accounting
+ * that proves a copy complete, and the main thread's wait for it.
  */
 #include <config.h>
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "job.h"
@@ -24,19 +27,30 @@ job_describe_failure (char *buf, size_t size, const char *side,
               what, offset, length, why);
 }
 
-void
-job_fail_code (struct job *job, const char *side, const char *what,
-               uint64_t offset, uint64_t length, const char *why, int code)
+/* The first failure's TEXT and CODE are kept; any failure stops the
+ * lanes.
+ */
+static void
+job_fail_text_code (struct job *job, const char *text, int code)
 {
   pthread_mutex_lock (&job->lock);
   if (!job->failed) {
     job->error_code = code;
-    job_describe_failure (job->error, sizeof job->error, side, what, offset,
-                          length, why);
+    snprintf (job->error, sizeof job->error, "%s", text);
   }
   job->failed = true;
   pthread_mutex_unlock (&job->lock);
   atomic_store (&job->stop, true);
+}
+
+void
+job_fail_code (struct job *job, const char *side, const char *what,
+               uint64_t offset, uint64_t length, const char *why, int code)
+{
+  char text[sizeof job->error];
+
+  job_describe_failure (text, sizeof text, side, what, offset, length, why);
+  job_fail_text_code (job, text, code);
 }
 
 void
@@ -49,12 +63,7 @@ job_fail (struct job *job, const char *side, const char *what, uint64_t offset,
 void
 job_fail_text (struct job *job, const char *text)
 {
-  pthread_mutex_lock (&job->lock);
-  if (!job->failed)
-    snprintf (job->error, sizeof job->error, "%s", text);
-  job->failed = true;
-  pthread_mutex_unlock (&job->lock);
-  atomic_store (&job->stop, true);
+  job_fail_text_code (job, text, 0);
 }
 
 void
@@ -116,8 +125,8 @@ job_check_accounting (const struct job *job, uint64_t done_bytes)
   uint64_t size = atomic_load (&job->size);
 
   for (uint64_t i = 0; job->segment_done && i < job->nsegments; i++) {
-    uint64_t start = i * SEGMENT_SIZE;
-    uint64_t len = MIN (SEGMENT_SIZE, size - start);
+    uint64_t start = segment_start (i);
+    uint64_t len = segment_length (size, i);
 
     if (job->segment_done[i] != len) {
       error_set ("internal error: bytes %" PRIu64 " to %" PRIu64
@@ -134,4 +143,64 @@ job_check_accounting (const struct job *job, uint64_t done_bytes)
     return -1;
   }
   return 0;
+}
+
+/* Make every request in flight fail soon (see endpoint abort). */
+static void
+job_abort_connections (struct job *job)
+{
+  struct endpoint *eps[] = { job->src, job->dst };
+
+  for (unsigned e = 0; e < 2; e++)
+    if (eps[e]->ops->abort)
+      for (unsigned i = 0; i < eps[e]->nconns; i++)
+        eps[e]->ops->abort (eps[e]->conns[i]);
+}
+
+void
+job_wait (struct job *job, progress_fn progress, void *progress_arg)
+{
+  bool aborted = false;
+
+  pthread_mutex_lock (&job->lock);
+  while (job->workers_running > 0) {
+    struct timespec ts;
+
+    clock_gettime (CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 200 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait (&job->workers_changed, &job->lock, &ts);
+    if (job->interrupted && *job->interrupted && !atomic_load (&job->abort)) {
+      char why[64];
+      snprintf (why, sizeof why, "interrupted by signal %d (%s)",
+                (int) *job->interrupted, strsignal (*job->interrupted));
+      pthread_mutex_unlock (&job->lock);
+      job_fail_text (job, why);
+      atomic_store (&job->abort, true);
+      pthread_mutex_lock (&job->lock);
+    }
+    if (job->journal && journal_pending (job->journal)) {
+      pthread_mutex_unlock (&job->lock);
+      if (journal_write (job->journal) == -1)
+        job_fail_text (job, error_get ());
+      pthread_mutex_lock (&job->lock);
+    }
+    if (atomic_load (&job->abort) && !aborted) {
+      /* Requests in flight may never be answered: cut every connection
+         so they fail and the workers can finish. */
+      job_abort_connections (job);
+      aborted = true;
+    }
+    if (progress) {
+      uint64_t done, total;
+      pthread_mutex_unlock (&job->lock);
+      job_progress (job, &done, &total);
+      progress (progress_arg, done, total);
+      pthread_mutex_lock (&job->lock);
+    }
+  }
+  pthread_mutex_unlock (&job->lock);
 }

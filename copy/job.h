@@ -28,6 +28,9 @@
 struct blkhash;
 struct journal;
 
+/* Called a few times a second from the main thread while copying. */
+typedef void (*progress_fn) (void *arg, uint64_t done, uint64_t total);
+
 struct job {
   const struct settings *set;
   struct endpoint *src, *dst;
@@ -129,5 +132,13 @@ void job_segments_flushed (struct job *job, const uint64_t *segments,
  * exactly once, DONE_BYTES in all?  -1 after error_set() if not.
  */
 int job_check_accounting (const struct job *job, uint64_t done_bytes);
+
+/* From the main thread, once the workers have started: wait for them,
+ * calling PROGRESS now and then; turn a signal into a failure, cut the
+ * connections once the job is aborted, and write --resume's journal
+ * when lanes have handed it flushed segments (here, so that no worker
+ * waits for fdatasync; a failure to write it fails the copy).
+ */
+void job_wait (struct job *job, progress_fn progress, void *progress_arg);
 
 #endif

@@ -72,9 +72,8 @@ lane_sent (struct lane *l, struct op *op)
 static void
 lane_start_segment (struct lane *l, uint64_t index, bool fresh)
 {
-  l->pos = index * SEGMENT_SIZE;
-  l->segment_end
-      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size));
+  l->pos = segment_start (index);
+  l->segment_end = segment_end (atomic_load (&l->job->size), index);
   l->segment = index;
   dest_zero_forget (&l->dest, index, l->pos, l->segment_end, fresh);
   lane_features_segment_started (&l->features, index);
@@ -115,7 +114,7 @@ lane_take_segment (struct lane *l)
       uint64_t len = segment_length (atomic_load (&job->size), index);
 
       l->stats.resumed_bytes += len;
-      job_count_done (job, index * SEGMENT_SIZE, len);
+      job_count_done (job, segment_start (index), len);
       continue;
     }
     lane_start_segment (l, index, fresh);

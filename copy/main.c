@@ -18,12 +18,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
 #include "bitmap.h"
 #include "blkhash.h"
+#include "clock.h"
 #include "endpoint.h"
 #include "engine.h"
 #include "error.h"
@@ -97,14 +97,6 @@ catch_signals (void)
   sigaction (SIGTERM, &sa, NULL);
   sigaction (SIGHUP, &sa, NULL);
   sigaction (SIGQUIT, &sa, NULL);
-}
-
-static double
-now (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Use no more connections than can help, nor than the open-file limit
@@ -487,7 +479,7 @@ run_copy (const struct options *opts, struct settings *set,
 
   progress_init (&progress, opts->progress, opts->progress_fd,
                  opts->progress_json_fd, src->size >= 0);
-  start = now ();
+  start = now_seconds ();
   r = engine_run (&(struct engine_params){
       .set = set,
       .src = src,
@@ -504,7 +496,7 @@ run_copy (const struct options *opts, struct settings *set,
   progress_finish (&progress, 0,
                    set->bitmap ? set->dirty_bytes : stats->total_bytes, r == 0);
   if (opts->stats)
-    print_stats (opts, set, stats, src, dst, now () - start, r == 0);
+    print_stats (opts, set, stats, src, dst, now_seconds () - start, r == 0);
   return r;
 }
 
@@ -565,7 +557,7 @@ main (int argc, char **argv)
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
   int r, status = EXIT_FAILURE;
-  double started = now ();
+  double started = now_seconds ();
 
   r = options_parse (argc, argv, &opts);
   if (r != 0)
@@ -646,7 +638,7 @@ out:
                      interrupt_signal         ? "interrupted"
                      : status == EXIT_SUCCESS ? "ok"
                                               : "failed",
-                     now () - started);
+                     now_seconds () - started);
   /* Interrupted: the shell's convention, 128 + the signal number. */
   return interrupt_signal ? 128 + interrupt_signal : status;
 }

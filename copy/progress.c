@@ -9,19 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "human_size.h"
 #include "progress.h"
-
-static double
-now (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Without a terminal or a known size, a plain line this often. */
 #define UNKNOWN_SIZE_LINE_SECONDS 10
@@ -70,7 +62,7 @@ progress_init (struct progress *p, bool enabled, int fd, int json_fd,
     .tty = fd == -1 && isatty (2),
     .last_percent = -1,
   };
-  p->start = p->rate_time = p->last_line = now ();
+  p->start = p->rate_time = p->last_line = now_seconds ();
   /* As nbdcopy: 0/100 before anything is copied. */
   if (enabled && fd >= 0) {
     write_fd_line (p, 0);
@@ -152,7 +144,7 @@ update_rate (struct progress *p, uint64_t done, double t)
 static double
 average_rate (const struct progress *p, uint64_t done)
 {
-  double elapsed = now () - p->start;
+  double elapsed = now_seconds () - p->start;
   return elapsed > 0 ? done / elapsed : 0;
 }
 
@@ -213,7 +205,7 @@ draw_bar (struct progress *p, int percent, uint64_t done, uint64_t total,
   }
 
   if (final) {
-    double elapsed = now () - p->start;
+    double elapsed = now_seconds () - p->start;
     human_size_format (average_rate (p, done), r, sizeof r);
     snprintf (suffix, sizeof suffix, "%s %s/s in %.1fs",
               p->verifying ? " verified," : "", r, elapsed);
@@ -257,7 +249,8 @@ print_steps (struct progress *p, uint64_t done, uint64_t total, int last_step,
   human_size_format (rate, r, sizeof r);
   for (int step = p->last_step + 1; step <= last_step; step++) {
     if (step == 10 && final)
-      fprintf (stderr, "100%% of %s, %s/s in %.1fs\n", t, r, now () - p->start);
+      fprintf (stderr, "100%% of %s, %s/s in %.1fs\n", t, r,
+               now_seconds () - p->start);
     else {
       format_eta (eta, sizeof eta, done, total, rate);
       fprintf (stderr, "%d%% of %s, %s/s%s\n", step * 10, t, r, eta);
@@ -274,7 +267,7 @@ static void
 draw_unknown (struct progress *p, uint64_t done, bool final)
 {
   char d[32], r[32], when[32] = "";
-  double elapsed = now () - p->start;
+  double elapsed = now_seconds () - p->start;
 
   human_size_format (done, d, sizeof d);
   human_size_format (final && elapsed > 0 ? done / elapsed : p->rate, r,
@@ -313,7 +306,7 @@ progress_update (void *arg, uint64_t done, uint64_t total)
 
   if (!p->enabled && p->json_fd < 0)
     return;
-  t = now ();
+  t = now_seconds ();
   update_rate (p, done, t);
   /* Every byte done, not yet finished: only the flushes are left. */
   if (p->verifying)

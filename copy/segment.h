@@ -30,15 +30,31 @@ segment_count (uint64_t size)
 /* A segment index meaning "none". */
 #define NO_SEGMENT UINT64_MAX
 
-/* The length of segment INDEX of a disk of SIZE bytes (the last one may
- * be short).
+/* The first byte of segment INDEX. */
+static inline uint64_t
+segment_start (uint64_t index)
+{
+  return index * SEGMENT_SIZE;
+}
+
+/* The bytes of segment INDEX in a disk of SIZE bytes: SEGMENT_SIZE, less
+ * for the last segment, 0 past the end.
  */
 static inline uint64_t
 segment_length (uint64_t size, uint64_t index)
 {
-  uint64_t start = index * SEGMENT_SIZE;
+  uint64_t start = segment_start (index);
 
+  if (start >= size)
+    return 0;
   return size - start < SEGMENT_SIZE ? size - start : SEGMENT_SIZE;
+}
+
+/* The end (exclusive) of segment INDEX in a disk of SIZE bytes. */
+static inline uint64_t
+segment_end (uint64_t size, uint64_t index)
+{
+  return segment_start (index) + segment_length (size, index);
 }
 
 #endif

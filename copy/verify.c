@@ -119,8 +119,7 @@ verify_destination (const struct settings *copy_set, const struct options *opts,
       snprintf (where, sizeof where,
                 " in bytes %" PRIu64 " to %" PRIu64 " (segment %" PRIu64
                 " of %" PRIu64 ")",
-                seg * SEGMENT_SIZE, MIN ((seg + 1) * SEGMENT_SIZE, size),
-                seg + 1, nsegs);
+                segment_start (seg), segment_end (size, seg), seg + 1, nsegs);
     error_set ("--verify: the destination differs from the source%s: "
                "blkhash %s/%" PRIu32 " of the source %s, of the destination %s",
                where, blkhash_algo_name (set.hash_algo), set.hash_block,

@@ -21,4 +21,13 @@ now_ns (void)
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Seconds, for elapsed times shown to the user. */
+static inline double
+now_seconds (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 #endif

@@ -108,8 +108,8 @@ mutation drop-segment copy/lane.c \
 '
 
 mutation tail-off-by-one copy/lane.c \
-'      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size));' \
-'      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size) - 1);'
+'  l->segment_end = segment_end (atomic_load (&l->job->size), index);' \
+'  l->segment_end = segment_end (atomic_load (&l->job->size) - 1, index);'
 
 mutation skip-zero-run copy/lane.c \
 '    if (runs[i].zero && set->destination_is_zero) {' \
@@ -348,7 +348,7 @@ mutation journal-before-flush copy/feature_checkpoint.c \
 
 # --resume going on when its journal cannot be written (the main thread
 # writes it; the failure must fail the copy).
-mutation journal-write-error-ignored copy/engine.c \
+mutation journal-write-error-ignored copy/job.c \
 '      if (journal_write (job->journal) == -1)
         job_fail_text (job, error_get ());' \
 '      journal_write (job->journal);'
@@ -423,8 +423,8 @@ mutation ring-no-fallback copy/ring.c \
 "a kernel without the 6.1 ring flags gets no ring: copies fail there"
 
 mutation read-mid-send copy/nbd.c \
-'  if (!was_ready && !c->parked && !socket_readable (c->fd)) {' \
-'  if (false && !was_ready && !c->parked && !socket_readable (c->fd)) {' \
+'  if (!was_ready && !c->parked && !fd_readable (c->fd)) {' \
+'  if (false && !was_ready && !c->parked && !fd_readable (c->fd)) {' \
 "libnbd told to read while it is still sending a request: the send stalls"
 
 # Written for the randomized differential test (test-random-copies.sh):
@@ -485,7 +485,7 @@ mutation progress-stuck-at-zero copy/job.c \
 "progress reads 0% until the copy is complete, then every step at once"
 
 mutation read-on-after-reply-off copy/nbd.c \
-'  c->more = commands_done != before;' \
+'  c->more = c->commands_done != before;' \
 '  c->more = false;' \
 "every reply followed by a poll and a wait: a system call more per request"
 
@@ -495,8 +495,8 @@ mutation ring-entered-empty copy/engine.c \
 "the ring entered after every reply, with nothing to submit: a system call per request"
 
 mutation poll-before-every-read copy/nbd.c \
-'  if (!was_ready && !c->parked && !socket_readable (c->fd)) {' \
-'  if (!socket_readable (c->fd) && !was_ready && !c->parked) {' \
+'  if (!was_ready && !c->parked && !fd_readable (c->fd)) {' \
+'  if (!fd_readable (c->fd) && !was_ready && !c->parked) {' \
 "a poll of the socket before every read, even when libnbd waits for a reply"
 
 mutation bar-stars-rounded-up copy/progress.c \
@@ -518,9 +518,9 @@ mutation never-unpark copy/nbd.c \
 "commands issued on a parked handle wait for a reply that may never come"
 
 mutation blkhash-partials-kept-on-rewind copy/blkhash.c \
-'        && hl->partials[i].offset / hl->h->segment_size == segment)
+'        && hl->partials[i].offset / SEGMENT_SIZE == segment)
       hl->partials[i].offset = PARTIAL_FREE;' \
-'        && hl->partials[i].offset / hl->h->segment_size == segment)
+'        && hl->partials[i].offset / SEGMENT_SIZE == segment)
       (void) 0;' \
 "a --blkhash block gathered from several reads keeps its pieces from before a reconnection: it completes early, and the pieces read again find no place"
 
