@@ -3,19 +3,19 @@
  * everywhere, and zeroing every hole of a sparse source onto it costs
  * as much as the rest of the copy.
  *
-When a lane starts a segment it asks the destination, in one
- * request for a window of DEST_ZERO_WINDOW from the segment's start
- * (NBD block status, SEEK_DATA/SEEK_HOLE on a file), where it reads as
- * zero, before anything of the segment is written (the lane sends the
- * request; this file decides and answers).  Only this lane writes to its
- * segment, so the answer stays true for the segment's zero requests: a
- * range that reads as zero and that the source has as a hole or zero
- * run is left alone.  What the answer says past the segment is true of
- * the segments no lane had taken when it was asked (nobody wrote them
- * since): a later segment of this lane inside the zero run learnt there
- * is known without asking again, so a new disk costs one question per
- * window, not one per segment.  A range the answer did not cover, or a failed
-request, is zeroed as before.
+ * When a lane starts a segment it asks the destination, in one request
+ * for a window of DEST_ZERO_WINDOW from the segment's start (NBD block
+ * status, SEEK_DATA/SEEK_HOLE on a file), where it reads as zero,
+ * before anything of the segment is written (the lane sends the
+ * request; this file decides and answers).  Only this lane writes to
+ * its segment, so the answer stays true for the segment's zero
+ * requests: a range that reads as zero and that the source has as a
+ * hole or zero run is left alone.  What the answer says past the
+ * segment is true of the segments no lane had taken when it was asked
+ * (nobody wrote them since): a later segment of this lane inside the
+ * zero run learnt there is known without asking again, so a new disk
+ * costs one question per window, not one per segment.  A range the
+ * answer did not cover, or a failed request, is zeroed as before.
  * Writes of data never depend on it.
  *
  * The answer is trusted as the source's block status is (a server that

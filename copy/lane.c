@@ -90,7 +90,6 @@ lane_take_segment (struct lane *l)
 {
   struct job *job = l->job;
 
-  l->wait_for_others = false;
   if (l->eof) {
     l->no_more_segments = true;
     return false;
@@ -411,6 +410,7 @@ void
 lane_issue (struct lane *l)
 {
   l->wake_at_ms = 0;
+  l->wait_for_others = false;
   while (l->state == LANE_COPYING && !job_stopped (l->job) && !l->broken) {
     struct extent *e;
     int r;

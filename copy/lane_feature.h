@@ -44,7 +44,9 @@ struct lane_feature_ops {
      the lane passes over it (it is counted as resumed). */
   bool (*done_before) (void *self, uint64_t index);
   void (*segment_started) (void *self, uint64_t index);
-  /* Gate: may the lane read [OFFSET, OFFSET+LEN) of the source now? */
+  /* Gate: may the lane read [OFFSET, OFFSET+LEN) of the source now?
+     A gate that says FEATURE_GO has granted it (--rate has charged the
+     read) even if a later gate or the lane then makes the read wait. */
   int64_t (*may_read) (void *self, uint64_t offset, uint32_t len);
   /* Question: the source says [OFFSET, OFFSET+LEN) reads as zero.  How
      much of it from OFFSET is of one kind: to be read anyway (*READ)

@@ -392,7 +392,7 @@ mutation connection-sizes-unchecked copy/nbd_connect.c \
 # looking past segments at all (one request per segment, as before).
 mutation zero-run-too-long copy/source_extents.c \
 '    zero_run_learn (s->zero_run, end, zero_end);' \
-'    zero_run_learn (s->zero_run, end, zero_end + SEGMENT_SIZE);'
+'    zero_run_learn (s->zero_run, end, zero_end + ((uint64_t) 128 << 20));'
 
 mutation zero-run-not-zeroed copy/source_extents.c \
 '    extent_list_add (list, pos, len, true);
@@ -556,14 +556,12 @@ mutation flush-error-taken-as-flushed copy/lane.c \
     }' \
 "a flush that failed (or whose server died) hands its segments over as done: the journal lists them, --retry never copies them again"
 
-mutation journal-at-flush-sent copy/lane.c \
-'  lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
-  l->state = next;' \
-'  lane_prepare_op (l, &l->flush_op, OP_FLUSH, NULL, 0, 0);
-  if (job->journal && l->nunflushed > 0)
-    job_segments_flushed (job, l->unflushed, l->nunflushed);
-  l->state = next;' \
-"--resume's journal is given a checkpoint's segments when the flush is sent, not when it succeeds"
+mutation journal-at-flush-sent copy/feature_checkpoint.c \
+'  return c->unflushed_bytes >= c->flush_after;' \
+'  if (c->unflushed_bytes >= c->flush_after && c->job->journal)
+    job_segments_flushed (c->job, c->unflushed, c->nunflushed);
+  return c->unflushed_bytes >= c->flush_after;' \
+"--resume's journal is given a checkpoint's segments when the flush is decided, not when it succeeds"
 
 mutation rewind-forgets-unflushed copy/feature_checkpoint.c \
 '  for (unsigned i = 0; i < c->nunflushed; i++)
