@@ -37,10 +37,17 @@
  * first failure's message.
  *
  * Nothing here allocates once the workers have started.  What a lane
+<<<<<<< HEAD
+ * does is in lane.c (its recovery from failures in lane_recover.c, the
+ * features that ride along in feature_*.c), the job's shared state and
+ * accounting in job.c; this file has the threads, their event loops
+ * and the timeouts, and attaches the features to each lane.
+=======
  * does is in lane.c (its extents in lane_extents.c, its recovery from
  * failures in lane_recover.c), the job's shared state, accounting and
  * the main thread's wait for the workers in job.c; this file has the
  * threads, their event loops and the timeouts.
+>>>>>>> main
  */
 #include <config.h>
 
@@ -59,6 +66,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "feature_list.h"
 #include "job.h"
 #include "lane.h"
 #include "minmax.h"
@@ -183,23 +191,24 @@ worker_handle_completions (struct worker *w)
   io_uring_cq_advance (&w->ring, seen);
 }
 
-/* HASH_WAIT: the lane waits for another lane to free a --blkhash digest
- * slot, which no event on this ring will announce: look again soon.
- * WAKE_AT (0: none): the lane must reconnect at that time (--retry).
+/* FOR_OTHERS: the lane waits for another lane's progress (a --blkhash
+ * digest slot to be freed), which no event on this ring will announce:
+ * look again soon.  WAKE_AT (0: none): the lane must look again at that
+ * time (--retry's reconnection, --rate).
  */
 static void
-worker_wait (struct worker *w, bool hash_wait, int64_t wake_at)
+worker_wait (struct worker *w, bool for_others, int64_t wake_at)
 {
   struct io_uring *ring = &w->ring;
   struct io_uring_cqe *cqe;
   int64_t timeout_ms = w->job->set->timeout_ms;
   int r;
 
-  if (timeout_ms || hash_wait || wake_at) {
+  if (timeout_ms || for_others || wake_at) {
     /* Wake at least every quarter of the timeout to check on requests
        (worker_check_timeouts, in the worker's loop). */
     int64_t tick = timeout_ms ? timeout_tick (timeout_ms) : INT32_MAX;
-    if (hash_wait)
+    if (for_others)
       tick = 1;
     if (wake_at) {
       int64_t until = MAX (wake_at - now_ms (), (int64_t) 1);
@@ -285,9 +294,8 @@ worker_run (void *arg)
         continue;
       }
     }
-    worker_wait (w, l->hash_wait && !job_stopped (job),
-                 l->state == LANE_RETRY_WAIT ? l->retry_at_ms
-                                             : l->rate_wait_ms);
+    worker_wait (w, l->wait_for_others && !job_stopped (job),
+                 l->state == LANE_RETRY_WAIT ? l->retry_at_ms : l->wake_at_ms);
     if (atomic_load (&job->abort) && !w->stall_noted)
       worker_note_stall (w);
   }
@@ -398,7 +406,8 @@ engine_setup (struct engine *e, const struct settings *set)
     op_queue_init (&w->done);
     if (lane_init (w->lane, i, job, &w->done, job->src->conns[i],
                    job->dst->conns[i])
-        == -1)
+            == -1
+        || features_attach (&w->lane->features, job, &w->lane->stats) == -1)
       return -1;
     /* Room for a poll per direction per connection, and for endpoints
        that submit their requests to the ring. */

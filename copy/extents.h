@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Extents one of a lane's lists holds at once; more are fetched as it
+   goes. */
+#define EXTENTS_PER_LANE 1024
+
 /* A run of the source that is either data or reads as zero; with
  * --bitmap, or clean: unchanged since the previous copy, so neither read
  * nor written.

@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "job.h"
+#include "journal.h"
 #include "minmax.h"
 
 void

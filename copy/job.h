@@ -14,16 +14,19 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "blkhash.h"
 #include "clock.h"
 #include "endpoint.h"
-#include "journal.h"
 #include "op.h"
 #include "segment.h"
 #include "rate.h"
 #include "window.h"
 #include "settings.h"
 #include "zero_run.h"
+
+/* Held by pointer only: the lane does not reach --blkhash or --resume
+   through the job (their features do, feature_*.c). */
+struct blkhash;
+struct journal;
 
 /* Called a few times a second from the main thread while copying. */
 typedef void (*progress_fn) (void *arg, uint64_t done, uint64_t total);

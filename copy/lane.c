@@ -2,24 +2,26 @@
  * connection working through segments of the disk.  This file is the
  * lane's copy state machine.
  *
- * For each segment a lane learns the extents (lane_extents.c), turns
- * zero extents into zero requests (or nothing, with
- * --destination-is-zero), reads data extents request_size at a time
- * into its pool, splits what it read into data and zero runs (zero
- * detection), writes and zeroes those, and gives the buffer back when
- * the last of them is done.  With no segments left and nothing in
- * flight, it flushes its destination connection.  The worker that owns
- * the lane calls lane_issue, lane_op_done and lane_check_finished from
- * its loop.
+ * For each segment a lane learns the extents (source_extents.c) and
+ * where the destination already reads as zero (dest_zero.c), turns
+ * zero extents into zero requests (or nothing, where the destination
+ * reads as zero or with --destination-is-zero), reads data extents
+ * request_size at a time into its pool, splits what it read into data
+ * and zero runs (zero detection), writes and zeroes those, and gives
+ * the buffer back when the last of them is done.  With no segments
+ * left and nothing in flight, it flushes its destination connection.
+ * The worker that owns the lane calls lane_issue, lane_op_done and
+ * lane_check_finished from its loop.
  *
- * What happens when a request fails, the --checkpoint bookkeeping of
- * finished and flushed segments, and reconnecting (--retry) are in
- * lane_recover.c; flushed segments are only handed to the job
- * (job_segments_flushed), and the main thread writes --resume's
- * journal.  Nothing here allocates after lane_init or waits for I/O to
- * finish (except that a stream's reads and writes happen inside the
- * call, stream.c); the only locks taken are short ones in shared state
- * (the job's zero run, the adaptive window, --blkhash's slots), never
+ * The features (--blkhash, --resume, --checkpoint, --rate, --verify's
+ * read map) are not called here by name: the lane raises events to
+ * those attached to it (lane_feature.h), which may hold it back at a
+ * gate, change what it does with a range, or only observe.  What
+ * happens when a request fails, and reconnecting (--retry), are in
+ * lane_recover.c.  Nothing here allocates after lane_init or waits for
+ * I/O to finish (except that a stream's reads and writes happen inside
+ * the call, stream.c); the only locks taken are short ones in shared
+ * state (the job's zero run, the adaptive window, a feature's), never
  * held across I/O.
  */
 #include <config.h>
@@ -27,10 +29,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "lane_internal.h"
 #include "minmax.h"
 #include "sparse.h"
+
+/* Make OP a request of L. */
+static void
+lane_prepare_op (struct lane *l, struct op *op, enum op_kind kind,
+                 struct buffer *b, uint64_t offset, uint64_t length)
+{
+  *op = (struct op){
+    .done = l->done,
+    .lane = l,
+    .buf = b,
+    .kind = kind,
+    .offset = offset,
+    .length = length,
+  };
+}
+
+/* OP has been sent.  The time is for --timeout, and for saying what a
+ * stopped copy was waiting for.
+ */
+static void
+lane_sent (struct lane *l, struct op *op)
+{
+  int side = !op_on_source (op->kind);
+
+  op->in_flight = true;
+  op->sent_ms = now_ms ();
+  l->inflight++;
+  if (l->activity[side].inflight++ == 0)
+    l->activity[side].progress_ms = op->sent_ms;
+  l->stats.requests++;
+}
 
 /* Start segment INDEX: FRESH if no lane had it before (not one to copy
  * again after a reconnection).
@@ -38,61 +72,53 @@
 static void
 lane_start_segment (struct lane *l, uint64_t index, bool fresh)
 {
-  l->pos = index * SEGMENT_SIZE;
-  l->segment_end
-      = MIN (l->pos + SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size));
-  /* Tracked only where segments must be flushed to be done. */
-  l->segment = l->set->checkpoint ? index : NO_SEGMENT;
-  lane_dest_zero_forget (l, index, fresh);
+  l->pos = segment_start (index);
+  l->segment_end = segment_end (atomic_load (&l->job->size), index);
+  l->segment = index;
+  dest_zero_forget (&l->dest, index, l->pos, l->segment_end, fresh);
+  lane_features_segment_started (&l->features, index);
 }
 
-/* Take the next segment: one to copy again (--retry), else the next
- * from the shared counter, passing over those an earlier run finished
- * (--resume).  False if none is left.
+/* Take the next segment: the features may choose it (one to copy again
+ * after a reconnection, or one taken with a --blkhash digest slot),
+ * else it is the next from the shared counter; fresh segments that an
+ * earlier run finished (--resume) are passed over.  False if none is
+ * left, or if a feature makes the lane wait.
  */
 static bool
 lane_take_segment (struct lane *l)
 {
   struct job *job = l->job;
-  uint64_t index;
 
-  l->hash_wait = false;
   if (l->eof) {
     l->no_more_segments = true;
     return false;
   }
-  if (l->nredo > 0) {
-    index = l->redo[0];
-    memmove (l->redo, l->redo + 1, --l->nredo * sizeof *l->redo);
-    lane_start_segment (l, index, false);
-    return true;
-  }
   for (;;) {
-    if (job->hash) {
-      /* Each segment needs a slot for its digests (see blkhash.c). */
-      int r = blkhash_take_segment (&l->hash, &job->next_segment,
-                                    job->nsegments, &index);
-      if (r == -1) {
-        l->hash_wait = true;
-        return false;
-      }
+    uint64_t index;
+    bool fresh = true;
+    int r = lane_features_take_segment (&l->features, &index, &fresh);
+
+    if (r < 0) {
+      l->wait_for_others = r == FEATURE_WAIT_OTHERS;
+      return false;
     }
-    else
+    if (r == 0)
       index = atomic_fetch_add (&job->next_segment, 1);
     if (index >= job->nsegments) {
       l->no_more_segments = true;
       return false;
     }
-    if (!job->journal || !journal_is_done (job->journal, index))
-      break;
-    uint64_t start = index * SEGMENT_SIZE;
-    uint64_t len
-        = MIN (SEGMENT_SIZE, (uint64_t) atomic_load (&job->size) - start);
-    l->stats.resumed_bytes += len;
-    job_count_done (job, start, len);
+    if (fresh && lane_features_done_before (&l->features, index)) {
+      uint64_t len = segment_length (atomic_load (&job->size), index);
+
+      l->stats.resumed_bytes += len;
+      job_count_done (job, segment_start (index), len);
+      continue;
+    }
+    lane_start_segment (l, index, fresh);
+    return true;
   }
-  lane_start_segment (l, index, true);
-  return true;
 }
 
 static void
@@ -169,11 +195,10 @@ lane_issue_zero_extent (struct lane *l, struct extent *e, uint64_t max)
 
   /* Cut where the destination's answer changes kind: its edges are
      whole blocks of set->align, as the extent's are. */
-  if (!already_zero && l->set->ask_destination_zero)
-    len = lane_dest_zero_prefix (l, e->offset, len, &already_zero);
+  if (!already_zero && l->dest.ask)
+    len = dest_zero_prefix (&l->dest, e->offset, len, &already_zero);
   if (already_zero) {
-    if (job->hash)
-      blkhash_add (&l->hash, e->offset, NULL, len, atomic_load (&job->size));
+    lane_features_zero_taken (&l->features, e->offset, len);
     l->stats.hole_bytes += len;
     if (l->set->destination_is_zero) {
       l->stats.skipped_bytes += len;
@@ -195,11 +220,7 @@ lane_issue_zero_extent (struct lane *l, struct extent *e, uint64_t max)
     lane_put_zero_op (l, op);
     return -1;
   }
-  /* Zero extents are whole hash blocks (or end the disk); the pieces
-     they are cut into are too, unless a block is larger than the
-     destination's largest request, and then they come in order. */
-  if (job->hash)
-    blkhash_add (&l->hash, e->offset, NULL, len, atomic_load (&job->size));
+  lane_features_zero_taken (&l->features, e->offset, len);
   l->stats.hole_bytes += len;
   lane_advance (l, e, len);
   return 0;
@@ -230,6 +251,7 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
   uint64_t want = MIN (e->length, max);
   uint32_t len = MIN (want, (uint64_t) l->set->request_size);
   struct buffer *b;
+  int64_t gate;
   int index;
 
   if (!window_allows (&job->window, l->pool.count - l->pool.nfree))
@@ -238,17 +260,14 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
     return 1;
   if (l->pool.nfree == 0)
     return 1;
-  if (job->rate.bytes_per_second) {
-    uint64_t at = rate_take (&job->rate, len, now_ns ());
-    if (at) {
-      l->rate_wait_ms = at / 1000000 + 1;
-      return 1;
-    }
-  }
-  /* --blkhash: a block read in pieces needs a place to be gathered. */
-  if (job->hash
-      && !blkhash_reserve (&l->hash, e->offset, len, atomic_load (&job->size)))
+  gate = lane_features_may_read (&l->features, e->offset, len);
+  if (gate != FEATURE_GO) {
+    if (gate > 0)
+      l->wake_at_ms = gate;
+    else if (gate == FEATURE_WAIT_OTHERS)
+      l->wait_for_others = true;
     return 1;
+  }
   index = pool_get (&l->pool);
   if (index < 0)
     return 1;
@@ -258,8 +277,7 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
   b->pending = 0;
   /* Known now, while the answer is this segment's: by the time the
      read is done the lane may have moved on. */
-  b->dest_zero = l->set->ask_destination_zero
-                 && lane_dest_zero_covers (l, e->offset, len);
+  b->dest_zero = l->dest.ask && dest_zero_covers (&l->dest, e->offset, len);
   lane_prepare_op (l, &b->read, OP_READ, b, e->offset, len);
   if (job->src->ops->read (l->src, pool_data (&l->pool, index), len, e->offset,
                            &b->read)
@@ -279,20 +297,89 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
   return 0;
 }
 
-/* --verify's pass: zero extent E of the destination is believed only
- * where the copy found the source a hole or zero too; where the source
- * was read, the destination is read, whatever it says.  The record is
- * kept in whole granules (multiples of the hash block), so the pieces
- * split no hash block.
+/* Zero extent E: a feature may want some of it read all the same
+ * (--verify's pass reads the destination where the source was read,
+ * whatever the destination claims); the rest is zeroed, or left alone.
  */
 static int
-lane_issue_claimed_zero (struct lane *l, struct extent *e)
+lane_issue_zero_or_read (struct lane *l, struct extent *e)
 {
   bool read;
-  uint64_t n = blkhash_read_run (l->set->read_where_source_was, e->offset,
-                                 e->length, &read);
+  uint64_t n = lane_features_zero_extent_read (&l->features, e->offset,
+                                               e->length, &read);
 
   return read ? lane_issue_read (l, e, n) : lane_issue_zero_extent (l, e, n);
+}
+
+/* Segment l->segment has nothing in flight any more: the features hear
+ * of it, and say whether to flush the destination before going on.
+ */
+static bool
+lane_segment_finished (struct lane *l)
+{
+  uint64_t index = l->segment;
+
+  l->segment = NO_SEGMENT;
+  /* Progress: a connection that breaks again now gets --retry attempts
+     afresh (one that breaks before finishing anything does not). */
+  l->attempts = 0;
+  return lane_features_segment_finished (&l->features, index);
+}
+
+/* The destination connection's flush succeeded (or it has none). */
+static void
+lane_flushed (struct lane *l)
+{
+  lane_features_flushed (&l->features);
+}
+
+/* Ask the destination where the current segment reads as zero. */
+static void
+lane_fetch_dest_zero (struct lane *l)
+{
+  struct job *job = l->job;
+  struct op *op = &l->dest_zero_op;
+  uint64_t len = dest_zero_prepare (&l->dest, l->pos, atomic_load (&job->size),
+                                    atomic_load (&job->next_segment));
+
+  if (len == 0)
+    return;
+  lane_prepare_op (l, op, OP_DEST_EXTENTS, NULL, l->pos, len);
+  /* Not being able to ask is no failure: the segment is zeroed as
+     before, and a broken connection shows at the next request. */
+  if (job->dst->ops->extents (l->dst, len, l->pos, &l->dest.list, op) == -1) {
+    dest_zero_answered (&l->dest, true);
+    return;
+  }
+  l->dest_zero_busy = true;
+  lane_sent (l, op);
+}
+
+/* Learn the source's extents of [pos, segment_end): ask, or have them
+ * made up.  -1 if the request could not be sent (lane_fail has been
+ * told).
+ */
+static int
+lane_fetch_extents (struct lane *l)
+{
+  struct job *job = l->job;
+  struct op *op = &l->extents_op;
+  struct extent_list *into;
+  uint64_t len
+      = source_extents_prepare (&l->source, &l->extents, l->pos, l->segment_end,
+                                atomic_load (&job->size), &into);
+
+  l->next_extent = 0;
+  if (len == 0)
+    return 0;
+  lane_prepare_op (l, op, OP_EXTENTS, NULL, l->pos, len);
+  if (job->src->ops->extents (l->src, len, l->pos, into, op) == -1) {
+    lane_fail (l, op->kind, l->pos, len, error_get (), 0);
+    return -1;
+  }
+  l->extents_busy = true;
+  lane_sent (l, op);
+  return 0;
 }
 
 /* Flush the destination connection, then go on to NEXT's successor:
@@ -322,7 +409,8 @@ lane_flush (struct lane *l, enum lane_state next)
 void
 lane_issue (struct lane *l)
 {
-  l->rate_wait_ms = 0;
+  l->wake_at_ms = 0;
+  l->wait_for_others = false;
   while (l->state == LANE_COPYING && !job_stopped (l->job) && !l->broken) {
     struct extent *e;
     int r;
@@ -335,21 +423,22 @@ lane_issue (struct lane *l)
       return;
 
     if (l->next_extent == l->extents.len) {
-      /* --checkpoint: a segment is finished once nothing of it is in
-         flight; enough finished ones are flushed before going on. */
-      if (l->pos == l->segment_end && l->segment != NO_SEGMENT) {
+      /* A feature that counts finished segments (--checkpoint) has
+         the lane finish each one (nothing of it in flight) before the
+         next, and may want a flush first. */
+      if (l->pos == l->segment_end && l->segment != NO_SEGMENT
+          && lane_features_finish_segments (&l->features)) {
         if (l->inflight > 0)
           return;
-        lane_segment_finished (l);
-        if (l->unflushed_bytes >= l->set->checkpoint) {
+        if (lane_segment_finished (l)) {
           lane_flush (l, LANE_CHECKPOINT);
           return;
         }
       }
       if (l->pos == l->segment_end && !lane_take_segment (l))
         return;
-      if (l->dest_zero_wanted)
-        lane_dest_zero_fetch (l);
+      if (l->dest.wanted)
+        lane_fetch_dest_zero (l);
       if (lane_fetch_extents (l) == -1)
         return;
       continue;
@@ -359,12 +448,8 @@ lane_issue (struct lane *l)
       lane_skip_clean (l, e);
       continue;
     }
-    if (!e->zero)
-      r = lane_issue_read (l, e, UINT64_MAX);
-    else if (l->set->read_where_source_was)
-      r = lane_issue_claimed_zero (l, e);
-    else
-      r = lane_issue_zero_extent (l, e, UINT64_MAX);
+    r = e->zero ? lane_issue_zero_or_read (l, e)
+                : lane_issue_read (l, e, UINT64_MAX);
     if (r != 0)
       return;
   }
@@ -422,10 +507,9 @@ lane_write_buffer (struct lane *l, struct buffer *b)
     }
     b->pending++;
   }
-  /* Hashed once its writes are on their way: the buffer stays until
-     they are done, and the hashing overlaps them. */
-  if (job->hash && !job_stopped (job))
-    blkhash_add (&l->hash, b->offset, data, b->len, atomic_load (&job->size));
+  /* Told once its writes are on their way: the buffer stays until they
+     are done, and the features' work (hashing) overlaps them. */
+  lane_features_data_read (&l->features, b->offset, data, b->len);
   if (b->pending == 0)
     buffer_release (l, b);
 }
@@ -467,10 +551,13 @@ lane_op_done (struct lane *l, struct op *op)
 
   switch (op->kind) {
   case OP_DEST_EXTENTS:
-    lane_dest_zero_done (l, op);
+    l->dest_zero_busy = false;
+    dest_zero_answered (&l->dest, op->err);
     break;
   case OP_EXTENTS:
-    lane_extents_done (l, op);
+    l->extents_busy = false;
+    source_extents_answered (&l->source, &l->extents, l->pos, l->segment_end,
+                             op->err);
     break;
   case OP_READ:
     if (op->err || job_stopped (job) || l->broken || op->length == 0)
@@ -530,7 +617,8 @@ lane_check_finished (struct lane *l)
     l->state = LANE_DONE;
     return;
   }
-  if (l->segment != NO_SEGMENT)
+  /* The last segment is finished too; the flush comes anyway. */
+  if (l->segment != NO_SEGMENT && lane_features_finish_segments (&l->features))
     lane_segment_finished (l);
   lane_flush (l, LANE_FLUSHING);
 }
@@ -574,30 +662,12 @@ lane_init (struct lane *l, unsigned index, struct job *job,
     .dst = dst,
     .segment = NO_SEGMENT,
   };
-  if (set->checkpoint) {
-    /* A lane holds at most checkpoint / SEGMENT_SIZE finished segments,
-       rounded up, and one more in progress. */
-    unsigned cap = set->checkpoint / SEGMENT_SIZE + 2;
-    l->unflushed = calloc (cap, sizeof *l->unflushed);
-    l->redo = calloc (cap, sizeof *l->redo);
-    if (!l->unflushed || !l->redo) {
-      error_set ("out of memory");
-      return -1;
-    }
-  }
-  if (job->hash
-      && blkhash_lane_init (&l->hash, job->hash, set->hash_partials) == -1)
-    return -1;
   l->extents.v = l->extent_store;
   l->extents.cap = EXTENTS_PER_LANE;
   l->extents.fold_below = set->fold_below;
-  l->alloc.v = l->alloc_store;
-  l->alloc.cap = EXTENTS_PER_LANE;
-  l->alloc.fold_below = set->fold_below;
-  l->dirty.v = l->dirty_store;
-  l->dirty.cap = EXTENTS_PER_LANE;
-  l->dest_zero.v = l->dest_zero_store;
-  l->dest_zero.cap = EXTENTS_PER_LANE;
+  source_extents_init (&l->source, set, &job->zero_run,
+                       job->src->ops->extents && job->src->caps.can_extents);
+  dest_zero_init (&l->dest, set->ask_destination_zero, set->align);
   if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
     return -1;
   l->runs_per_buffer = lane_runs_per_buffer (set);
@@ -624,13 +694,11 @@ lane_init (struct lane *l, unsigned index, struct job *job,
 void
 lane_destroy (struct lane *l)
 {
-  blkhash_lane_destroy (&l->hash);
+  lane_features_destroy (&l->features);
   pool_destroy (&l->pool);
   free (l->buffers);
   free (l->run_ops);
   free (l->run_scratch);
   free (l->zero_ops);
   free (l->free_zero_ops);
-  free (l->unflushed);
-  free (l->redo);
 }

@@ -8,16 +8,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "blkhash.h"
+#include "dest_zero.h"
 #include "endpoint.h"
 #include "job.h"
+#include "lane_feature.h"
 #include "op.h"
 #include "pool.h"
+#include "source_extents.h"
 #include "sparse.h"
 #include "stats.h"
 
-/* Extents a lane remembers at once; more are fetched as it goes. */
-#define EXTENTS_PER_LANE 1024
 /* Writes and zeroes one buffer may turn into after zero detection: as
    many as it has zero-detection blocks (a buffer of data and holes
    alternating block by block keeps its holes), within these bounds. */
@@ -50,6 +50,9 @@ struct lane {
   struct op_queue *done; /* the owning worker's */
   struct conn *src, *dst;
   enum lane_state state;
+  /* What rides along: --blkhash, --resume, --checkpoint... (attached
+     by the engine, feature_list.c).  The lane raises events to them. */
+  struct lane_features features;
 
   struct pool pool;
   struct buffer *buffers; /* one per pool buffer */
@@ -63,39 +66,31 @@ struct lane {
   unsigned nfree_zero_ops;
 
   struct op extents_op, flush_op;
-  bool extents_busy;
-  /* The lane's last segment ended in a hole: its next block status
-     request looks past its segment (see zero_run.h). */
-  bool in_hole;
+  /* The source's extents of [pos, ...) in the current segment, and
+     how they are learnt (source_extents.c). */
   struct extent extent_store[EXTENTS_PER_LANE];
-  struct extent_list extents; /* of [pos, ...) in the current segment */
+  struct extent_list extents;
   size_t next_extent;
-  /* --bitmap: the source's two answers, base:allocation and the dirty
-     bitmap, before extent_list_restrict makes `extents` of them. */
-  struct extent alloc_store[EXTENTS_PER_LANE], dirty_store[EXTENTS_PER_LANE];
-  struct extent_list alloc, dirty;
+  bool extents_busy;
+  struct source_extents source;
 
   /* Where the destination reads as zero in the current segment, asked
-     once per segment (lane_dest_zero.c). */
-  struct extent dest_zero_store[EXTENTS_PER_LANE];
-  struct extent_list dest_zero;
+     once per segment (dest_zero.c). */
+  struct dest_zero dest;
   struct op dest_zero_op;
-  bool dest_zero_wanted, dest_zero_busy;
-  /* Learnt past the segment: [ahead_from, ahead_to) read as zero when
-     segments from ahead_untaken on had not been taken by any lane. */
-  uint64_t dest_zero_ahead_from, dest_zero_ahead_to;
-  uint64_t dest_zero_ahead_untaken;
+  bool dest_zero_busy;
 
-  int64_t rate_wait_ms; /* --rate holds the next read until then, or 0 */
+  /* A gate held the lane: look again soon (another lane must make
+     progress, which no event on this lane's ring announces), or at
+     wake_at_ms (0: no time set). */
+  bool wait_for_others;
+  int64_t wake_at_ms;
 
-  uint64_t pos; /* next byte to issue */
+  uint64_t segment; /* the current segment, or NO_SEGMENT */
+  uint64_t pos;     /* next byte to issue */
   uint64_t segment_end;
   bool no_more_segments;
   bool eof; /* a stream source has ended */
-  /* --blkhash: this lane's hashing, and whether it is waiting for a
-     free digest slot to take its next segment. */
-  struct blkhash_lane hash;
-  bool hash_wait;
 
   unsigned inflight; /* requests in flight, both sides */
   /* Per connection, [0] the source's and [1] the destination's: for
@@ -107,30 +102,18 @@ struct lane {
   } activity[2];
   struct copy_stats stats;
 
-  /* --retry and --resume (set->checkpoint != 0): a lane finishes each
-     segment before it takes the next, and a segment is only done once
-     a later flush of the destination connection has succeeded.  Until
-     then it is "unflushed"; a broken connection sends the unflushed
-     segments and the current one back to be copied again ("redo"). */
-  uint64_t segment;    /* the current segment, or NO_SEGMENT */
-  uint64_t *unflushed; /* finished, not yet flushed */
-  unsigned nunflushed;
-  uint64_t unflushed_bytes;
-  uint64_t *redo; /* to copy again, taken before new segments */
-  /* The stats at the last successful flush: a rewind takes the counts
-     back to them, since everything counted since is copied again. */
-  struct copy_stats stats_at_flush;
-  unsigned nredo;
+  /* --retry: a broken connection stops the lane; once nothing is in
+     flight it reconnects and the features say what to copy again
+     (lane_recover.c). */
   bool broken;          /* a connection broke: recover once drained */
   char broken_why[512]; /* the first failure that showed it */
   unsigned attempts;    /* reconnections since a segment was finished */
   int64_t retry_at_ms;
 };
 
-#define NO_SEGMENT UINT64_MAX
-
 /* Set up L for JOB on connections SRC and DST; finished requests go on
- * DONE.  Allocates the lane's buffers: nothing is allocated after.
+ * DONE.  Allocates the lane's buffers: nothing is allocated after.  The
+ * caller then attaches the features (l->features, feature_list.c).
  */
 int lane_init (struct lane *l, unsigned index, struct job *job,
                struct op_queue *done, struct conn *src, struct conn *dst);

@@ -1,18 +1,16 @@
 /* A lane's recovery: what lets a copy survive a broken connection.
  *
- * With --checkpoint (--retry, --resume) a lane keeps the segments it
- * finished but has not yet flushed; a successful flush makes them done
- * and hands them to the job (and so to --resume's journal).  A request
- * that fails because its connection broke (or, with --timeout, one
- * that stalled) marks the lane broken instead of failing the copy:
- * once nothing is in flight the lane waits, reconnects the broken
- * connection and copies its unflushed segments and the current one
- * again, with its stats taken back to the last flush.  Here too is
- * what --timeout asks of a lane: its oldest and its stalled requests.
+ * A request that fails because its connection broke (or, with
+ * --timeout, one that stalled) marks the lane broken instead of failing
+ * the copy (with --retry): once nothing is in flight the lane waits,
+ * reconnects the broken connection, and copies again what the features
+ * say the server may have lost (--checkpoint's unflushed segments and
+ * the current one, feature_checkpoint.c).  Here too is what --timeout
+ * asks of a lane: its oldest and its stalled requests.
  *
- * It does not issue copy requests or choose segments (lane.c), learn
- * extents (lane_extents.c), write the journal (the main thread does,
- * job.c and journal.c) or notice timeouts (engine.c's workers do).
+ * It does not issue copy requests or choose segments (lane.c), keep
+ * the segments to copy again (feature_checkpoint.c), or notice
+ * timeouts (engine.c's workers do).
  * lane_retry's reconnection blocks the worker for the handshake; the
  * rest only updates the lane.
  */
@@ -106,39 +104,8 @@ lane_op_failed (struct lane *l, const struct op *op)
   else if (op->err == EPROTO)
     snprintf (why, sizeof why, "%s", fault);
   else
-    snprintf (why, sizeof why, "%s (%s)",
-              strerror (op->err), fault);
+    snprintf (why, sizeof why, "%s (%s)", strerror (op->err), fault);
   lane_fail (l, op->kind, op->offset, op->length, why, op->err);
-}
-
-void
-lane_segment_finished (struct lane *l)
-{
-  uint64_t start = l->segment * SEGMENT_SIZE;
-
-  l->unflushed[l->nunflushed++] = l->segment;
-  /* Progress: a connection that breaks again now gets --retry attempts
-     afresh (one that breaks before finishing anything does not). */
-  l->attempts = 0;
-  l->unflushed_bytes
-      += MIN (SEGMENT_SIZE, (uint64_t) atomic_load (&l->job->size) - start);
-  l->segment = NO_SEGMENT;
-}
-
-/* The destination connection's flush succeeded: every unflushed segment
- * is done, and is handed to --resume's journal (which the main thread
- * writes: a lane never waits for the file).
- */
-void
-lane_flushed (struct lane *l)
-{
-  struct job *job = l->job;
-
-  if (job->journal && l->nunflushed > 0)
-    job_segments_flushed (job, l->unflushed, l->nunflushed);
-  l->nunflushed = 0;
-  l->unflushed_bytes = 0;
-  l->stats_at_flush = l->stats;
 }
 
 void
@@ -165,40 +132,23 @@ lane_schedule_retry (struct lane *l)
   l->state = LANE_RETRY_WAIT;
 }
 
-/* After a reconnection: the unflushed segments and the current one are
- * copied again from their start, since the server may have lost any
- * write it had not flushed; what was counted for them is forgotten.
- * They are exactly what the lane counted since its last flush, so its
- * stats go back to what they were then, and the bytes forgotten are
- * counted as redone instead: data, zeroed and skipped count each byte
- * once, as the attempt that stuck wrote it.  With --bitmap the clean
- * ranges passed over are not redone (nothing was copied there), only
- * the dirty bytes.
+/* After a reconnection: what the server may have lost is copied again
+ * (the features say which segments, and forget what was counted for
+ * them), and the lane starts afresh from there.  Returns the number of
+ * segments to copy again.
  */
-static void
+static unsigned
 lane_rewind (struct lane *l)
 {
-  struct job *job = l->job;
-  unsigned first = l->nredo;
+  const uint64_t *segments;
+  unsigned n = lane_features_rewind (&l->features, &segments);
 
-  for (unsigned i = 0; i < l->nunflushed; i++)
-    l->redo[l->nredo++] = l->unflushed[i];
-  if (l->segment != NO_SEGMENT)
-    l->redo[l->nredo++] = l->segment;
-  for (unsigned i = first; i < l->nredo; i++) {
-    job_uncount (job, l->redo[i]);
-    if (job->hash)
-      blkhash_restart_segment (&l->hash, l->redo[i]);
-  }
-  l->stats.redone_bytes += stats_since (&l->stats, &l->stats_at_flush);
-  stats_rewind (&l->stats, &l->stats_at_flush);
-  l->nunflushed = 0;
-  l->unflushed_bytes = 0;
   l->segment = NO_SEGMENT;
   l->extents.len = 0;
   l->next_extent = 0;
   l->pos = l->segment_end = 0;
   l->no_more_segments = false;
+  return n;
 }
 
 void
@@ -207,6 +157,7 @@ lane_retry (struct lane *l)
   struct job *job = l->job;
   struct endpoint *eps[2] = { job->src, job->dst };
   struct conn *conns[2] = { l->src, l->dst };
+  unsigned redo;
 
   if (job_stopped (job)) {
     l->state = LANE_DONE;
@@ -230,11 +181,10 @@ lane_retry (struct lane *l)
       return;
     }
   }
+  redo = lane_rewind (l);
   note (l->set->verbose,
         "connection pair %u reconnected: %u segment%s to copy again",
-        l->index + 1, l->nunflushed + (l->segment != NO_SEGMENT),
-        l->nunflushed + (l->segment != NO_SEGMENT) == 1 ? "" : "s");
-  lane_rewind (l);
+        l->index + 1, redo, redo == 1 ? "" : "s");
   l->broken = false;
   l->state = LANE_COPYING;
 }

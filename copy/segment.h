@@ -27,6 +27,9 @@ segment_count (uint64_t size)
   return (size + SEGMENT_SIZE - 1) / SEGMENT_SIZE;
 }
 
+/* A segment index meaning "none". */
+#define NO_SEGMENT UINT64_MAX
+
 /* The first byte of segment INDEX. */
 static inline uint64_t
 segment_start (uint64_t index)

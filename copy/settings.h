@@ -8,9 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "blkhash.h"
 #include "endpoint.h"
 #include "options.h"
+
+struct blkhash; /* --verify: the copy's, held by pointer */
 
 struct settings {
   unsigned lanes;            /* connection pairs, each with a thread */
@@ -35,7 +36,7 @@ struct settings {
   bool allocated;            /* zero with NO_HOLE; data written whole */
   bool destination_is_zero;  /* send no zero requests */
   bool ask_destination_zero; /* skip zeroing where the destination says
-                                it reads as zero (lane_dest_zero.c) */
+                                it reads as zero (dest_zero.c) */
   bool verbose;
   unsigned retry;         /* --retry: 0 = a broken connection fails */
   int64_t retry_delay_ms; /* the first wait; doubled up to 30 s */

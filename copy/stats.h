@@ -13,7 +13,7 @@ struct copy_stats {
   uint64_t zero_bytes;         /* zeroed on the destination */
   uint64_t skipped_bytes;      /* left alone: the destination reads as zero */
   uint64_t already_zero_bytes; /* of the skipped, those the destination
-                                  said read as zero (lane_dest_zero.c) */
+                                  said read as zero (dest_zero.c) */
   uint64_t hole_bytes;         /* of the source, never read (extents) */
   uint64_t resumed_bytes;      /* done by an earlier run (--resume): skipped */
   uint64_t redone_bytes;       /* copied, then copied again after a reconnect

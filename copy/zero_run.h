@@ -2,7 +2,7 @@
  *
  * A lane whose segment ends in a hole asks the server, in one block
  * status request, how far the hole goes past the segment (see
- * lane_extents.c).  What it learns goes here, and a lane that takes a segment
+ * source_extents.c).  What it learns goes here, and a lane that takes a segment
  * inside the run needs no request of its own: a disk that is mostly
  * hole costs one round trip per few GiB instead of one per segment.
  * One run is kept, the one that reaches furthest; segments are handed
