@@ -98,6 +98,30 @@ wait_until ()
   done
 }
 
+# include_closure FILE: the headers FILE includes with quotes (copy/ or
+# lib/ of the source tree), and theirs, each once, as the keys of
+# included_by; each one's value is the file that includes it.  For the
+# tests that check the layering of the source.
+declare -A included_by
+include_closure ()
+{
+  included_by=()
+  _include_closure "$1"
+}
+_include_closure ()
+{
+  local h
+  for h in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1"); do
+    [ -n "${included_by[$h]:-}" ] && continue
+    included_by[$h]=$1
+    if [ -f "$srcdir/copy/$h" ]; then
+      _include_closure "$srcdir/copy/$h"
+    elif [ -f "$srcdir/lib/$h" ]; then
+      _include_closure "$srcdir/lib/$h"
+    fi
+  done
+}
+
 # Wait (60 s at most) until Unix socket $1 exists.  start_nbdkit also
 # waits for the server's pid file, which nbdkit writes once it listens.
 wait_for_socket ()

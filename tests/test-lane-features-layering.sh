@@ -22,31 +22,15 @@ for f in "$copy"/feature_*.c; do
 done
 [ -f "$copy/feature_list.c" ] || fail "copy/feature_list.c not found"
 
-# The headers FILE includes with quotes, and theirs, each once.
-declare -A seen
-closure ()
-{
-  local h
-  for h in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1"); do
-    [ -n "${seen[$h]:-}" ] && continue
-    seen[$h]=$1
-    if [ -f "$copy/$h" ]; then
-      closure "$copy/$h"
-    elif [ -f "$srcdir/lib/$h" ]; then
-      closure "$srcdir/lib/$h"
-    fi
-  done
-}
 
 bad=0
 for f in "$copy/lane.c" "$copy/lane_recover.c" "$copy/lane.h" \
          "$copy/lane_internal.h"; do
-  seen=()
-  closure "$f"
+  include_closure "$f"
   for h in $feature_headers feature_list.h; do
-    if [ -n "${seen[$h]:-}" ]; then
+    if [ -n "${included_by[$h]:-}" ]; then
       echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${seen[$h]#$srcdir/}): the lane must reach the" \
+           "(through ${included_by[$h]#$srcdir/}): the lane must reach the" \
            "features through lane_feature.h's events only" >&2
       bad=1
     fi
@@ -54,12 +38,11 @@ for f in "$copy/lane.c" "$copy/lane_recover.c" "$copy/lane.h" \
 done
 for f in "$copy"/feature_*.[ch] "$copy"/source_extents.[ch] \
          "$copy"/dest_zero.[ch]; do
-  seen=()
-  closure "$f"
+  include_closure "$f"
   for h in lane.h lane_internal.h; do
-    if [ -n "${seen[$h]:-}" ]; then
+    if [ -n "${included_by[$h]:-}" ]; then
       echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${seen[$h]#$srcdir/}): it must not know the lane" >&2
+           "(through ${included_by[$h]#$srcdir/}): it must not know the lane" >&2
       bad=1
     fi
   done

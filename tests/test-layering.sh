@@ -42,45 +42,28 @@ for f in "$copy"/ring.[ch] "$copy"/ring_event.h "$copy"/op.[ch] \
 done
 [ "${#lower_files[@]}" -ge 4 ] || fail "ring and op files not found in $copy"
 
-# The headers FILE includes with quotes, and theirs, each once.
-declare -A seen
-closure ()
-{
-  local h
-  for h in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$1"); do
-    [ -n "${seen[$h]:-}" ] && continue
-    seen[$h]=$1
-    if [ -f "$copy/$h" ]; then
-      closure "$copy/$h"
-    elif [ -f "$srcdir/lib/$h" ]; then
-      closure "$srcdir/lib/$h"
-    fi
-  done
-}
 
 bad=0
 for f in "${endpoint_files[@]}"; do
-  seen=()
-  closure "$f"
+  include_closure "$f"
   for u in $forbidden; do
-    [ -n "${seen[$u.h]:-}" ] || continue
+    [ -n "${included_by[$u.h]:-}" ] || continue
     if [ "$u" = options ]; then
       why="an endpoint reads struct endpoint_settings, not the options"
     else
       why="an endpoint must not depend on the layers above it"
     fi
     echo "layering: ${f#$srcdir/} includes $u.h" \
-         "(through ${seen[$u.h]#$srcdir/}): $why" >&2
+         "(through ${included_by[$u.h]#$srcdir/}): $why" >&2
     bad=1
   done
 done
 for f in "${lower_files[@]}"; do
-  seen=()
-  closure "$f"
+  include_closure "$f"
   for h in "${endpoint_headers[@]}"; do
-    if [ -n "${seen[$h]:-}" ]; then
+    if [ -n "${included_by[$h]:-}" ]; then
       echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${seen[$h]#$srcdir/}): ring and op are below the" \
+           "(through ${included_by[$h]#$srcdir/}): ring and op are below the" \
            "endpoints, which call down into them" >&2
       bad=1
     fi
