@@ -575,6 +575,14 @@ mutation retry-hash-not-restarted copy/feature_blkhash.c \
 '  (void) h;' \
 "with --retry --blkhash a segment copied again is hashed again over what its first attempt hashed"
 
+# --timeout counts from a connection's last reply, not from when the
+# oldest request was sent: on a slow but working server a request may
+# queue behind others for longer than the timeout.
+mutation timeout-from-send copy/lane_recover.c \
+'        && now - l->activity[side].progress_ms >= limit_ms)' \
+'        && now - lane_oldest_on (l, side)->sent_ms >= limit_ms)' \
+"--timeout fires on a request that waited in a slow server's queue longer than the timeout, though replies kept coming"
+
 mutation segment-accounting-off copy/job.c \
 '  uint64_t size = atomic_load (&job->size);
 ' \

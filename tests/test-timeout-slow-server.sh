@@ -10,13 +10,15 @@ requires_nbdkit_filter rate
 requires "$QEMU_IMG"
 
 start_nbdkit src sparse-random size=256M seed=4 percent=100
-# 400 Mbit/s: a 32 MiB write takes about 0.7 s, and the eighth one in
-# the queue waits about 5 s.
-start_nbdkit dst --filter=rate memory size=256M rate=400M
+# 200 Mbit/s: a 16 MiB write takes about 0.7 s, and the sixteenth one
+# in the queue waits about 10 s, twice the timeout; a reply comes every
+# 0.7 s, so a busy machine has 4 s of margin before the copy may
+# rightly time out.
+start_nbdkit dst --filter=rate memory size=256M rate=200M
 src=$(uri_of "$tmp/src.sock")
 dst=$(uri_of "$tmp/dst.sock")
 
-run_nbdcp --timeout=3 -C 1 -R 16 --request-size=32M --queue-size=256M \
+run_nbdcp --timeout=5 -C 1 -R 16 --request-size=16M --queue-size=256M \
   "$src" "$dst" || fail "a slow but working copy timed out"
 "$QEMU_IMG" compare -q -f raw -F raw "$src" "$dst" ||
   fail "the destination differs from the source"
