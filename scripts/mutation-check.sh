@@ -9,7 +9,7 @@
 # catches is a hole in the suite, and the script exits non-zero.  It is
 # not part of `make check` or of scripts/check.sh: it takes a while.
 #
-#   make mutation-check                 # every mutation (20-40 minutes)
+#   make mutation-check                 # every mutation (over an hour)
 #   make mutation-check MUTATIONS=drop-segment,misalign
 #   make mutation-check MUTATION_ALL=1  # every test on every mutant:
 #                                       # lists all catchers (slow)
