@@ -37,17 +37,10 @@
  * first failure's message.
  *
  * Nothing here allocates once the workers have started.  What a lane
-<<<<<<< HEAD
  * does is in lane.c (its recovery from failures in lane_recover.c, the
- * features that ride along in feature_*.c), the job's shared state and
- * accounting in job.c; this file has the threads, their event loops
- * and the timeouts, and attaches the features to each lane.
-=======
- * does is in lane.c (its extents in lane_extents.c, its recovery from
- * failures in lane_recover.c), the job's shared state, accounting and
- * the main thread's wait for the workers in job.c; this file has the
- * threads, their event loops and the timeouts.
->>>>>>> main
+ * features that ride along in feature_*.c), the job's shared state,
+ * accounting and the main thread's wait for the workers in job.c; this
+ * file has the threads, their event loops and the timeouts.
  */
 #include <config.h>
 
