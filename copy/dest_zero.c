@@ -109,6 +109,27 @@ dest_zero_answered (struct dest_zero *d, bool failed)
   learn_ahead (d);
 }
 
+/* Asking is an optimisation: a destination that takes longer than
+   this to say where it reads as zero is zeroed without asking. */
+#define DEST_ZERO_DEADLINE_MS 3000
+
+int64_t
+dest_zero_deadline_ms (int64_t timeout_ms)
+{
+  if (timeout_ms && timeout_ms / 2 < DEST_ZERO_DEADLINE_MS)
+    return MAX (timeout_ms / 2, (int64_t) 1);
+  return DEST_ZERO_DEADLINE_MS;
+}
+
+void
+dest_zero_give_up (struct dest_zero *d)
+{
+  d->ask = d->wanted = false;
+  d->ahead_from = d->ahead_to = 0;
+  /* Its reply may still fill d->list: nothing reads it now. */
+  extent_list_reset (&d->list, d->list.start, d->list.start);
+}
+
 /* The extent of the answer holding OFFSET, or NULL.  Buffers finish in
  * any order, so a binary search rather than a cursor.
  */

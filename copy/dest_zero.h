@@ -41,6 +41,15 @@ uint64_t dest_zero_prepare (struct dest_zero *d, uint64_t pos, uint64_t size,
  * answer is in.
  */
 void dest_zero_answered (struct dest_zero *d, bool failed);
+/* A question takes at most this long to answer before it is given up
+ * (dest_zero_give_up): 3 s, or half of --timeout (TIMEOUT_MS, 0 for
+ * none) if that is shorter, so that --timeout never fires for it.
+ */
+int64_t dest_zero_deadline_ms (int64_t timeout_ms);
+/* The question was given up: nothing is known, and nothing is asked
+ * any more.
+ */
+void dest_zero_give_up (struct dest_zero *d);
 /* How much of [OFFSET, OFFSET+LEN), from OFFSET, is of one kind: all
  * reading as zero on the destination (*READS_ZERO true), or not known
  * to (false).

@@ -198,6 +198,18 @@ endpoint_close (struct endpoint *ep, bool clean)
   if (!ep)
     return;
   ep->ops->close (ep, clean);
+  for (unsigned i = 0; i < sizeof ep->kept / sizeof ep->kept[0]; i++)
+    free (ep->kept[i]);
   free (ep->conns);
   free (ep);
+}
+
+void
+endpoint_keep_until_closed (struct endpoint *ep, void *mem)
+{
+  for (unsigned i = 0; i < sizeof ep->kept / sizeof ep->kept[0]; i++)
+    if (!ep->kept[i]) {
+      ep->kept[i] = mem;
+      return;
+    }
 }

@@ -146,6 +146,10 @@ struct endpoint {
   unsigned nconns;
   struct conn **conns;
   void *priv; /* the kind's own state */
+  /* Memory that a request still in flight on a connection may write
+     its reply into (a question the copy stopped waiting for): freed
+     only once the connections are closed (endpoint_keep_until_closed). */
+  void *kept[2];
 };
 
 /* The block size every request to EP must be a multiple of. */
@@ -165,6 +169,13 @@ struct endpoint *endpoint_open (const char *spec, char **command, bool writable,
                                 const struct endpoint_settings *settings,
                                 const volatile sig_atomic_t *interrupted);
 void endpoint_close (struct endpoint *ep, bool clean);
+/* MEM (from malloc) may still be written by the replies of requests in
+ * flight on EP's connections: endpoint_close frees it after closing
+ * them, when no reply can come any more.  (If EP already keeps as much
+ * as it can, MEM is never freed: a leak beats a write into freed
+ * memory.)
+ */
+void endpoint_keep_until_closed (struct endpoint *ep, void *mem);
 
 /* True if SPEC (or COMMAND) on that side names a stream (stdin/stdout
  * not on a file at its start, a pipe, a socket, a character device):

@@ -52,7 +52,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <liburing.h>
@@ -75,7 +78,8 @@ struct worker {
   bool stall_noted;      /* its oldest request, once the job was aborted */
   int64_t next_check_ms; /* --timeout: when to look for stalls again */
   struct lane *lane;
-  struct op_queue done; /* its lane's finished requests */
+  struct op_queue done;         /* its lane's finished requests */
+  struct ring_event stop_event; /* the job's stop_fd polled */
 };
 
 /* Everything engine_run sets up, so that it can be taken down in one
@@ -244,6 +248,16 @@ worker_reap (struct worker *w)
   worker_handle_completions (w);
 }
 
+/* The job stopped: the worker has been woken, which is all this is for
+ * (its loop sees job_stopped).  One-shot: a job never starts again.
+ */
+static void
+worker_job_stopped (struct ring_event *ev, int res)
+{
+  (void) ev;
+  (void) res;
+}
+
 static void *
 worker_run (void *arg)
 {
@@ -261,6 +275,10 @@ worker_run (void *arg)
     }
     w->ring_disabled = false;
   }
+  /* Every wait of the worker below is on the ring, so this wakes it
+     from any of them. */
+  w->stop_event.handle = worker_job_stopped;
+  ring_poll (&w->ring, job->stop_fd, POLLIN, &w->stop_event);
   for (;;) {
     worker_process_done (w);
     worker_check_timeouts (w);
@@ -502,6 +520,18 @@ engine_write_journal (struct job *job, int ret)
   return -1;
 }
 
+/* Whether a lane gave up on a question that its destination
+ * connection may still answer, into the lane's memory (lane.h).
+ */
+static bool
+engine_late_replies (const struct engine *e)
+{
+  for (unsigned i = 0; e->lanes && i < e->nlanes; i++)
+    if (lane_has_late_reply (&e->lanes[i]))
+      return true;
+  return false;
+}
+
 static void
 engine_teardown (struct engine *e)
 {
@@ -518,11 +548,16 @@ engine_teardown (struct engine *e)
   /* Lanes are zeroed by calloc, so destroying unused ones is safe. */
   for (unsigned i = 0; e->lanes && i < e->nlanes; i++)
     lane_destroy (&e->lanes[i]);
-  free (e->lanes);
+  if (engine_late_replies (e))
+    endpoint_keep_until_closed (e->job.dst, e->lanes);
+  else
+    free (e->lanes);
   free (e->workers);
   free (e->zero_buffer);
   free (e->job.segment_done);
   blkhash_free (e->job.hash);
+  if (e->job.stop_fd >= 0)
+    close (e->job.stop_fd); /* after the rings that polled it */
   pthread_cond_destroy (&e->job.workers_changed);
   pthread_mutex_destroy (&e->job.lock);
   zero_run_destroy (&e->job.zero_run);
@@ -558,6 +593,11 @@ engine_run (const struct engine_params *p)
   int ret = -1;
 
   memset (stats, 0, sizeof *stats);
+  e.job.stop_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (e.job.stop_fd == -1) {
+    error_set ("eventfd: %s", strerror (errno));
+    return -1;
+  }
   pthread_mutex_init (&e.job.lock, NULL);
   pthread_cond_init (&e.job.workers_changed, NULL);
   zero_run_init (&e.job.zero_run);

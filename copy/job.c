@@ -3,6 +3,8 @@
  */
 #include <config.h>
 
+#include <unistd.h>
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,14 +35,22 @@ job_describe_failure (char *buf, size_t size, const char *side,
 static void
 job_fail_text_code (struct job *job, const char *text, int code)
 {
+  bool first;
+
   pthread_mutex_lock (&job->lock);
-  if (!job->failed) {
+  first = !job->failed;
+  if (first) {
     job->error_code = code;
     snprintf (job->error, sizeof job->error, "%s", text);
   }
   job->failed = true;
   pthread_mutex_unlock (&job->lock);
   atomic_store (&job->stop, true);
+  if (first && job->stop_fd >= 0) {
+    uint64_t one = 1;
+    /* Cannot fail but for overflow, after 2^64 - 1 stops. */
+    (void) !write (job->stop_fd, &one, sizeof one);
+  }
 }
 
 void

@@ -56,6 +56,11 @@ struct job {
   struct zero_run zero_run; /* of the source, learnt past segments */
   atomic_bool stop;
   atomic_bool abort; /* in-flight requests must be cut off */
+  /* An eventfd that becomes readable when the job stops: every worker
+     polls it on its ring, so a worker asleep until a time (--rate,
+     --retry's back-off, a deadline) wakes at once, whatever its
+     endpoints are.  -1 if none. */
+  int stop_fd;
   const volatile sig_atomic_t *interrupted;
 
   pthread_mutex_t lock;           /* guards the fields below */

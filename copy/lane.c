@@ -26,6 +26,7 @@
  */
 #include <config.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,10 +61,27 @@ lane_sent (struct lane *l, struct op *op)
 
   op->in_flight = true;
   op->sent_ms = now_ms ();
-  l->inflight++;
+  op_list_append (&l->sent, op);
   if (l->activity[side].inflight++ == 0)
     l->activity[side].progress_ms = op->sent_ms;
   l->stats.requests++;
+}
+
+/* Have the lane's worker look again by AT (ms) at the latest. */
+static void
+lane_wake_at (struct lane *l, int64_t at)
+{
+  if (!l->wake_at_ms || at < l->wake_at_ms)
+    l->wake_at_ms = at;
+}
+
+/* OP is no longer waited for: it finished, or it was given up. */
+static void
+lane_unsent (struct lane *l, struct op *op)
+{
+  op_list_remove (&l->sent, op);
+  l->activity[!op_on_source (op->kind)].inflight--;
+  op->in_flight = false;
 }
 
 /* Start segment INDEX: FRESH if no lane had it before (not one to copy
@@ -263,7 +281,7 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
   gate = lane_features_may_read (&l->features, e->offset, len);
   if (gate != FEATURE_GO) {
     if (gate > 0)
-      l->wake_at_ms = gate;
+      lane_wake_at (l, gate);
     else if (gate == FEATURE_WAIT_OTHERS)
       l->wait_for_others = true;
     return 1;
@@ -355,6 +373,49 @@ lane_fetch_dest_zero (struct lane *l)
   lane_sent (l, op);
 }
 
+/* The question to the destination has had its time: stop waiting.  The
+ * segment is zeroed as if it had not been asked, and the lane asks no
+ * more (a server this slow to answer costs more than it saves).  A
+ * reply that comes later goes to l->late and is never looked at.
+ */
+static void
+lane_give_up_dest_zero (struct lane *l, int64_t waited_ms)
+{
+  struct op *op = &l->dest_zero_op;
+
+  lane_unsent (l, op);
+  op->done = &l->late;
+  l->dest_zero_busy = false;
+  l->dest_zero_given_up = true;
+  dest_zero_give_up (&l->dest);
+  note (l->set->verbose,
+        "destination connection %u: no answer to block status at offset "
+        "%" PRIu64 " length %" PRIu64 " in %.1f s; zeroing holes without "
+        "asking from now on",
+        l->index + 1, op->offset, op->length, waited_ms / 1000.0);
+}
+
+/* Whether the lane must still wait for the destination's answer (and
+ * then its worker is woken by the question's deadline).
+ */
+static bool
+lane_waits_for_dest_zero (struct lane *l)
+{
+  int64_t deadline, now;
+
+  if (!l->dest_zero_busy)
+    return false;
+  deadline
+      = l->dest_zero_op.sent_ms + dest_zero_deadline_ms (l->set->timeout_ms);
+  now = now_ms ();
+  if (now < deadline) {
+    lane_wake_at (l, deadline);
+    return true;
+  }
+  lane_give_up_dest_zero (l, now - l->dest_zero_op.sent_ms);
+  return false;
+}
+
 /* Learn the source's extents of [pos, segment_end): ask, or have them
  * made up.  -1 if the request could not be sent (lane_fail has been
  * told).
@@ -411,6 +472,9 @@ lane_issue (struct lane *l)
 {
   l->wake_at_ms = 0;
   l->wait_for_others = false;
+  /* Also when the job has stopped: the lane ends only once nothing is
+     waited for. */
+  lane_waits_for_dest_zero (l);
   while (l->state == LANE_COPYING && !job_stopped (l->job) && !l->broken) {
     struct extent *e;
     int r;
@@ -418,8 +482,8 @@ lane_issue (struct lane *l)
     /* The extents list is not to be used until its request is done:
        endpoints fill it before completing (file.c at once), and it is
        only fitted to the minimum block size on completion. */
-    if ((l->job->ordered && l->inflight > 0) || l->eof || l->extents_busy
-        || l->dest_zero_busy)
+    if ((l->job->ordered && l->sent.count > 0) || l->eof || l->extents_busy
+        || lane_waits_for_dest_zero (l))
       return;
 
     if (l->next_extent == l->extents.len) {
@@ -428,7 +492,7 @@ lane_issue (struct lane *l)
          next, and may want a flush first. */
       if (l->pos == l->segment_end && l->segment != NO_SEGMENT
           && lane_features_finish_segments (&l->features)) {
-        if (l->inflight > 0)
+        if (l->sent.count > 0)
           return;
         if (lane_segment_finished (l)) {
           lane_flush (l, LANE_CHECKPOINT);
@@ -536,13 +600,8 @@ void
 lane_op_done (struct lane *l, struct op *op)
 {
   struct job *job = l->job;
-
-  int side = !op_on_source (op->kind);
-
-  l->inflight--;
-  l->activity[side].inflight--;
-  l->activity[side].progress_ms = now_ms ();
-  op->in_flight = false;
+  lane_unsent (l, op);
+  l->activity[!op_on_source (op->kind)].progress_ms = now_ms ();
   if (op->eof)
     lane_stream_ended (l, op);
   /* Not knowing where the destination reads as zero is no failure. */
@@ -603,7 +662,8 @@ lane_check_finished (struct lane *l)
                       && !l->dest_zero_busy && l->next_extent == l->extents.len;
 
   if (l->broken) {
-    if (l->inflight > 0 || l->state == LANE_DONE || l->state == LANE_RETRY_WAIT)
+    if (l->sent.count > 0 || l->state == LANE_DONE
+        || l->state == LANE_RETRY_WAIT)
       return;
     if (stopped)
       l->state = LANE_DONE;
@@ -611,7 +671,8 @@ lane_check_finished (struct lane *l)
       lane_schedule_retry (l);
     return;
   }
-  if (l->state != LANE_COPYING || l->inflight > 0 || !(stopped || nothing_left))
+  if (l->state != LANE_COPYING || l->sent.count > 0
+      || !(stopped || nothing_left))
     return;
   if (stopped) {
     l->state = LANE_DONE;
@@ -688,7 +749,15 @@ lane_init (struct lane *l, unsigned index, struct job *job,
   }
   for (unsigned i = 0; i < set->requests; i++)
     lane_put_zero_op (l, &l->zero_ops[i]);
+  op_queue_init (&l->late);
   return 0;
+}
+
+bool
+lane_has_late_reply (const struct lane *l)
+{
+  /* Given up and not answered yet. */
+  return l->dest_zero_given_up && !l->late.head;
 }
 
 void

@@ -79,6 +79,13 @@ struct lane {
   struct dest_zero dest;
   struct op dest_zero_op;
   bool dest_zero_busy;
+  /* The question is only worth a short wait: one not answered by
+     dest_zero_deadline_ms is given up (the segment is zeroed as without
+     it, and this lane asks no more).  Its late reply, if it ever comes,
+     lands on LATE, which nobody reads; until it does, the lane's memory
+     must outlive the connection (engine.c keeps it). */
+  bool dest_zero_given_up;
+  struct op_queue late;
 
   /* A gate held the lane: look again soon (another lane must make
      progress, which no event on this lane's ring announces), or at
@@ -92,7 +99,9 @@ struct lane {
   bool no_more_segments;
   bool eof; /* a stream source has ended */
 
-  unsigned inflight; /* requests in flight, both sides */
+  /* Every request in flight, both sides, oldest first: put on it by
+     lane_sent, taken off when it finishes (or is given up, below). */
+  struct op_list sent;
   /* Per connection, [0] the source's and [1] the destination's: for
      --timeout, which counts from a connection's last sign of life, not
      from when a request was sent (it may wait behind others). */
@@ -141,5 +150,10 @@ const struct op *lane_oldest_op (const struct lane *l);
  */
 const struct op *lane_stalled_op (const struct lane *l, int64_t now,
                                   int64_t limit_ms);
+/* Whether a request L gave up on may still be answered into L's
+ * memory (see dest_zero_given_up): then L must not be freed before its
+ * connection is closed.
+ */
+bool lane_has_late_reply (const struct lane *l);
 
 #endif

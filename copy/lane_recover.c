@@ -204,30 +204,16 @@ lane_timed_out (struct lane *l, const struct op *op, const char *why)
 }
 
 /* The oldest request in flight of L on side SIDE (0 source, 1
- * destination, -1 either), or NULL.
+ * destination, -1 either), or NULL.  Every request the lane sends is
+ * on l->sent, in the order sent, whatever its kind.
  */
 static const struct op *
 lane_oldest_on (const struct lane *l, int side)
 {
-  const struct op *oldest = NULL;
-
-#define CONSIDER(o)                                                            \
-  do {                                                                         \
-    if ((o)->in_flight && (side < 0 || side == !op_on_source ((o)->kind))      \
-        && (!oldest || (o)->sent_ms < oldest->sent_ms))                        \
-      oldest = (o);                                                            \
-  } while (0)
-  CONSIDER (&l->extents_op);
-  CONSIDER (&l->flush_op);
-  for (unsigned i = 0; i < l->pool.count; i++) {
-    CONSIDER (&l->buffers[i].read);
-    for (unsigned j = 0; j < l->runs_per_buffer; j++)
-      CONSIDER (&l->buffers[i].runs[j]);
-  }
-  for (unsigned i = 0; i < l->set->requests; i++)
-    CONSIDER (&l->zero_ops[i]);
-#undef CONSIDER
-  return oldest;
+  for (const struct op *op = l->sent.oldest; op; op = op->sent_next)
+    if (side < 0 || side == !op_on_source (op->kind))
+      return op;
+  return NULL;
 }
 
 const struct op *

@@ -603,7 +603,9 @@ nbd_ep_close (struct endpoint *ep, bool clean)
   for (unsigned i = 0; i < ep->nconns; i++) {
     /* After a failure the server may be gone or stuck: do not wait on
        it for a polite disconnect. */
-    if (clean) {
+    /* Nor while a request is still unanswered (a question the copy
+       stopped waiting for): the server would answer it first. */
+    if (clean && nbd_aio_in_flight (ep->conns[i]->h) == 0) {
       conn_unpark (ep->conns[i]); /* or the disconnect would wait */
       nbd_shutdown (ep->conns[i]->h, 0);
     }

@@ -69,3 +69,31 @@ op_queue_pop (struct op_queue *q)
   }
   return op;
 }
+
+void
+op_list_append (struct op_list *list, struct op *op)
+{
+  op->sent_next = NULL;
+  op->sent_prev = list->newest;
+  if (list->newest)
+    list->newest->sent_next = op;
+  else
+    list->oldest = op;
+  list->newest = op;
+  list->count++;
+}
+
+void
+op_list_remove (struct op_list *list, struct op *op)
+{
+  if (op->sent_prev)
+    op->sent_prev->sent_next = op->sent_next;
+  else
+    list->oldest = op->sent_next;
+  if (op->sent_next)
+    op->sent_next->sent_prev = op->sent_prev;
+  else
+    list->newest = op->sent_prev;
+  op->sent_prev = op->sent_next = NULL;
+  list->count--;
+}

@@ -44,7 +44,22 @@ struct op {
   uint32_t got; /* and the bytes it got before it */
   bool in_flight;
   int64_t sent_ms; /* when it was sent (now_ms) */
+  /* Its lane's requests in flight, oldest first (lane_sent): what
+     --timeout, an interrupted copy's message and the end of the lane
+     look at, whatever the request's kind. */
+  struct op *sent_prev, *sent_next;
 };
+
+/* The requests a lane has in flight, in the order they were sent.
+   Every request is put on it when sent and taken off when it finishes,
+   so nothing that waits for a reply can be missed by those who look. */
+struct op_list {
+  struct op *oldest, *newest;
+  unsigned count;
+};
+
+void op_list_append (struct op_list *list, struct op *op);
+void op_list_remove (struct op_list *list, struct op *op);
 
 /* Whether the operation is on the source connection, and its name.
    (job_side names the side.) */

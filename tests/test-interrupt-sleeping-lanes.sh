@@ -1,0 +1,45 @@
+#!/bin/bash
+# A signal ends a copy at once even while every lane sleeps until a
+# time and no connection can be cut to wake it: --rate between local
+# files and from a pipe.  With --blkhash (64K blocks) at --rate=1K each
+# read waits about a minute for its credit; SIGTERM and SIGINT must end
+# nbdcp within seconds (bounded at 10 s here for a loaded machine), with
+# 128+signal and "interrupted by signal".  Before the job's stop woke
+# every worker, nbdcp slept out the whole wait.
+. "${srcdir:-.}/tests/functions.sh"
+
+size=$((4 * 1024 * 1024))
+head -c $size /dev/urandom >"$tmp/src.raw"
+
+# stop_sleeping SIGNAL STATUS SOURCE: start the copy, wait until it has
+# begun (its -v line), signal it, and time its exit.
+stop_sleeping ()
+{
+  local sig=$1 status=$2 src=$3 pid rc=0 t0 ms
+  rm -f "$tmp/dst.raw" "$tmp/err"
+  if [ "$src" = - ]; then
+    "$NBDCP" -v --rate=1K --blkhash - "$tmp/dst.raw" <"$tmp/src.raw" \
+      >/dev/null 2>"$tmp/err" &
+  else
+    "$NBDCP" -v --rate=1K --blkhash "$src" "$tmp/dst.raw" \
+      >/dev/null 2>"$tmp/err" &
+  fi
+  pid=$!
+  wait_for_log_line "$tmp/err" '^nbdcp: copying'
+  t0=$(date +%s%N)
+  kill -"$sig" $pid
+  wait_until 10 _gone $pid || {
+    kill -KILL $pid
+    fail "SIG$sig ($src): nbdcp still running 10 s after the signal"
+  }
+  wait $pid || rc=$?
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  echo "SIG$sig, source $src: exit $rc after $ms ms"
+  [ $rc -eq "$status" ] || { cat "$tmp/err"; fail "SIG$sig: exit $rc, not $status"; }
+  grep -q "interrupted by signal" "$tmp/err" ||
+    { cat "$tmp/err"; fail "SIG$sig: no 'interrupted by signal' message"; }
+}
+
+stop_sleeping TERM 143 "$tmp/src.raw"
+stop_sleeping INT 130 "$tmp/src.raw"
+stop_sleeping TERM 143 -
