@@ -267,7 +267,7 @@ lane_issue_read (struct lane *l, struct extent *e, uint64_t max)
 {
   struct job *job = l->job;
   uint64_t want = MIN (e->length, max);
-  uint32_t len = MIN (want, (uint64_t) l->set->request_size);
+  uint32_t len = MIN (want, (uint64_t) l->set->read_max);
   struct buffer *b;
   int64_t gate;
   int index;
@@ -619,6 +619,8 @@ lane_op_done (struct lane *l, struct op *op)
                              op->err);
     break;
   case OP_READ:
+    if (!op->err)
+      l->stats.read_bytes += op->length;
     if (op->err || job_stopped (job) || l->broken || op->length == 0)
       buffer_release (l, op->buf);
     else

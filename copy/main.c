@@ -442,6 +442,10 @@ print_stats (const struct options *opts, const struct settings *set,
     .ok = ok,
     .bitmap = set->bitmap,
     .rate = set->rate,
+    .skip_reason = !set->destination_is_zero ? NULL
+                   : opts->destination_is_zero
+                       ? "--destination-is-zero"
+                       : "the destination is new: it read as zero",
   };
 
   stats_print (stats, &ctx, opts->stats_json);

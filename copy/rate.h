@@ -7,6 +7,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* Reads are cut to at most a second's worth divided by this (settings.c),
+   so that a single read never makes a second pass the rate by much. */
+#define RATE_READS_PER_SECOND 32
+
 struct rate_limit {
   uint64_t bytes_per_second; /* 0: no limit */
   /* The time up to which the reads issued so far are paid for. */
@@ -15,9 +19,10 @@ struct rate_limit {
 
 void rate_init (struct rate_limit *r, uint64_t bytes_per_second);
 
-/* A read of LEN bytes wants to start at NOW_NS: 0 if it may (it is paid
- * for), else the time in nanoseconds at which to ask again.
+/* A read of LEN bytes wants to start at NOW (now_ns): 0 if it may (its
+ * cost has been paid for since the last one), else the time in
+ * nanoseconds at which to ask again.
  */
-uint64_t rate_take (struct rate_limit *r, uint64_t len, uint64_t now_ns);
+uint64_t rate_take (struct rate_limit *r, uint64_t len, uint64_t now);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "minmax.h"
+#include "rate.h"
 #include "settings.h"
 
 /* The zero-detection block when -S is not given. */
@@ -199,6 +200,25 @@ settle_hash_partials (struct settings *s)
         s->hash_block, s->request_size, s->hash_partials);
 }
 
+/* --rate: a read is paid for before it leaves, and a read of a second's
+ * worth would leave at once after a second of waiting, doubling that
+ * second's rate.  So reads are cut to a RATE_READS_PER_SECOND-th of a
+ * second's worth, a power of 2 that keeps whole blocks (s->align); a
+ * rate too low for that gets reads of one block.
+ */
+static void
+settle_read_max (struct settings *s)
+{
+  uint64_t piece = s->rate / RATE_READS_PER_SECOND;
+
+  s->read_max = s->request_size;
+  if (!s->rate || piece >= s->request_size)
+    return;
+  piece = piece > 0 ? round_down_pow2 (piece) : 1;
+  s->read_max = MAX (piece, (uint64_t) s->align);
+  note (s->verbose, "--rate: reads of at most %" PRIu32 " bytes", s->read_max);
+}
+
 int
 settings_compute (struct settings *s, const struct options *opts,
                   const struct endpoint *src, const struct endpoint *dst)
@@ -224,6 +244,7 @@ settings_compute (struct settings *s, const struct options *opts,
   settle_queue_size (s, opts);
   settle_sparse_size (s, opts, dst);
   settle_hash_partials (s);
+  settle_read_max (s);
 
   /* What was sent to a stream cannot be taken back, nor a stream read
      again: a copy with a stream on either side is not retried. */

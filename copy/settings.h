@@ -44,6 +44,8 @@ struct settings {
                              at the end (no --retry, no --resume) */
   int64_t timeout_ms;     /* --timeout, 0 = none */
   uint64_t rate;          /* --rate: bytes read per second, 0 = no limit */
+  uint32_t read_max;      /* no read is longer: request_size, or less
+                             with --rate (rate.c) */
   const char *bitmap;     /* --bitmap NAME: copy only its dirty ranges */
   uint64_t dirty_bytes;   /* --bitmap: what will be copied (bitmap.c) */
   /* --verify's pass: the copy's hash of the source, whose record of

@@ -17,13 +17,33 @@
 #include "human_size.h"
 #include "stats.h"
 
+/* Why bytes were skipped (neither written nor zeroed), for the text. */
+static const char *
+skip_reason (const struct copy_stats *s, const struct stats_context *ctx)
+{
+  if (ctx->bitmap)
+    return "clean in the bitmap, or already zero";
+  if (s->already_zero_bytes)
+    return "the destination read as zero";
+  if (ctx->skip_reason && s->skipped_bytes)
+    return ctx->skip_reason;
+  return "none skipped";
+}
+
+/* Bytes per second over the copy's time. */
+static double
+per_second (uint64_t bytes, const struct stats_context *ctx)
+{
+  return ctx->elapsed > 0 ? bytes / ctx->elapsed : 0;
+}
+
 static void
 print_text (const struct copy_stats *s, const struct stats_context *ctx)
 {
   /* One buffer per figure: the arguments are all formatted before
      fprintf reads any of them. */
   char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32], z[32];
-  double rate = ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0;
+  double rate = per_second (s->total_bytes, ctx);
   uint64_t dirty = s->total_bytes - s->clean_bytes;
 
   fprintf (stderr,
@@ -41,12 +61,10 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            human_size_format (s->data_bytes, c, sizeof c), s->data_bytes,
            human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,
            human_size_format (s->skipped_bytes, e, sizeof e), s->skipped_bytes,
-           ctx->bitmap             ? "clean in the bitmap, or already zero"
-           : s->already_zero_bytes ? "the destination read as zero"
-                                   : "--destination-is-zero",
-           human_size_format (s->hole_bytes, f, sizeof f), s->hole_bytes,
-           s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
-           s->lanes == 1 ? "" : "s", s->workers, s->workers == 1 ? "" : "s");
+           skip_reason (s, ctx), human_size_format (s->hole_bytes, f, sizeof f),
+           s->hole_bytes, s->requests, ctx->src_connections,
+           ctx->dst_connections, s->lanes, s->lanes == 1 ? "" : "s", s->workers,
+           s->workers == 1 ? "" : "s");
   if (s->already_zero_bytes)
     fprintf (stderr,
              "  already zero   %s (%" PRIu64 " bytes of the skipped, where "
@@ -65,10 +83,13 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
              "after %u reconnection%s, not counted above)\n",
              human_size_format (s->redone_bytes, h, sizeof h), s->redone_bytes,
              s->retries, s->retries == 1 ? "" : "s");
+  /* The limit is on reads: holes, which are not read, do not count. */
   if (ctx->rate)
-    fprintf (stderr, "  rate limit     %s/s (--rate; %s/s achieved)\n",
+    fprintf (stderr,
+             "  rate limit     %s/s (--rate; %s/s read: %s in %.2f s)\n",
              human_size_format (ctx->rate, a, sizeof a),
-             human_size_format (rate, b, sizeof b));
+             human_size_format (per_second (s->read_bytes, ctx), b, sizeof b),
+             human_size_format (s->read_bytes, c, sizeof c), ctx->elapsed);
   if (ctx->bitmap)
     fprintf (stderr, "  dirty          %s (%" PRIu64 " bytes, bitmap %s)\n",
              human_size_format (dirty, k, sizeof k), dirty, ctx->bitmap);
@@ -102,13 +123,14 @@ print_json (const struct copy_stats *s, const struct stats_context *ctx)
            ", \"requests\": %" PRIu64
            ", \"source_connections\": %u, \"destination_connections\": %u"
            ", \"lanes\": %u, \"threads\": %u, \"elapsed_seconds\": %.6f"
-           ", \"bytes_per_second\": %.0f",
+           ", \"bytes_per_second\": %.0f, \"read_bytes\": %" PRIu64
+           ", \"read_bytes_per_second\": %.0f",
            ctx->ok ? "true" : "false", s->total_bytes, s->data_bytes,
            s->zero_bytes, s->skipped_bytes, s->already_zero_bytes,
            s->hole_bytes, s->resumed_bytes, s->redone_bytes, s->retries,
            s->requests, ctx->src_connections, ctx->dst_connections, s->lanes,
-           s->workers, ctx->elapsed,
-           ctx->elapsed > 0 ? s->total_bytes / ctx->elapsed : 0.0);
+           s->workers, ctx->elapsed, per_second (s->total_bytes, ctx),
+           s->read_bytes, per_second (s->read_bytes, ctx));
   if (ctx->rate)
     fprintf (stderr, ", \"rate_limit\": %" PRIu64, ctx->rate);
   if (ctx->bitmap) {
@@ -134,6 +156,7 @@ stats_add (struct copy_stats *sum, const struct copy_stats *s)
   sum->retries += s->retries;
   sum->clean_bytes += s->clean_bytes;
   sum->requests += s->requests;
+  sum->read_bytes += s->read_bytes;
 }
 
 uint64_t

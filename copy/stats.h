@@ -24,6 +24,9 @@ struct copy_stats {
   uint64_t clean_bytes;        /* --bitmap: of the skipped, those clean in the
                                   bitmap (neither read nor written) */
   uint64_t requests;           /* requests issued, both sides */
+  uint64_t read_bytes;         /* read from the source, reads copied again
+                                  after a reconnection included (what
+                                  --rate limits) */
   int error;                   /* errno of the first failure, or 0 */
   unsigned lanes;              /* connection pairs used */
   unsigned workers;
@@ -52,6 +55,10 @@ struct stats_context {
   bool ok;            /* the copy succeeded */
   const char *bitmap; /* --bitmap NAME, else NULL */
   uint64_t rate;      /* --rate, bytes per second, or 0 */
+  /* Why zero runs were skipped where the destination did not say it
+     read as zero: "--destination-is-zero", "the destination is new",
+     or NULL (none were). */
+  const char *skip_reason;
 };
 
 void stats_print (const struct copy_stats *s, const struct stats_context *ctx,

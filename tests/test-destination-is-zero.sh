@@ -41,3 +41,20 @@ grep -q ' Zero id=' "$tmp/plain.copy.log" ||
   fail "without --destination-is-zero no zero request was sent"
 [ "$(written_bytes "$tmp/plain.copy.log")" -eq 16384 ] ||
   fail "without --destination-is-zero: wrote $(written_bytes "$tmp/plain.copy.log") bytes, not 16384"
+
+# --stats says why bytes were skipped: the option when it was given, a
+# new file when nbdcp made one (the option implied, not given), and
+# never the option's name when it was not given.
+start_nbdkit zsrc data "$ZERO_BLOCKS_DATA" size=$ZERO_BLOCKS_SIZE
+start_nbdkit zdst memory size=$ZERO_BLOCKS_SIZE
+run_nbdcp --stats --destination-is-zero "$(uri_of "$tmp/zsrc.sock")" \
+  "$(uri_of "$tmp/zdst.sock")" 2>"$tmp/given.stats"
+grep -E '^  skipped .*, --destination-is-zero\)$' "$tmp/given.stats" ||
+  fail "--stats with --destination-is-zero: $(cat "$tmp/given.stats")"
+run_nbdcp --stats "$(uri_of "$tmp/zsrc.sock")" "$tmp/new.raw" 2>"$tmp/new.stats"
+check_same "$(uri_of "$tmp/zsrc.sock")" "$tmp/new.raw" "new file"
+grep -E '^  skipped .*, the destination is new: it read as zero\)$' "$tmp/new.stats" ||
+  fail "--stats onto a new file: $(cat "$tmp/new.stats")"
+if grep -q -- '--destination-is-zero' "$tmp/new.stats"; then
+  fail "--stats names --destination-is-zero, which was not given: $(cat "$tmp/new.stats")"
+fi

@@ -1,12 +1,15 @@
 #!/bin/bash
 # --rate=SIZE holds the reads to SIZE bytes per second over all
 # connections: 64 MiB of data at 16M takes at least 3.5 s (4 s, less the
-# credit of four requests at the start), with one connection and with
-# two, and at 32M at least 1.75 s; only lower bounds, so a slow machine
-# never fails it.  Holes cost nothing: a 4 GiB disk with 64 MiB of data
-# copies at 64M in less than the 64 s its size would take.  Each copy is
-# compared with the source, --stats=json names the limit, and bad
-# values are refused.
+# credit of 50 ms a lane may take), with one connection and with
+# two, and at 32M at least 1.75 s.  From above: no second of a copy
+# reads more than the limit and 10% (reads timed by nbdkit's log
+# filter as the server got them), and 1 MiB at 256K takes 4 s, not
+# one read less.  Holes cost nothing: a 4 GiB disk with 64 MiB of data
+# copies at 64M in less than the 64 s its size would take, and
+# --stats says the rate of what was read (the bytes nbdkit logged), not
+# of the disk's size.  Each copy is compared with the source,
+# --stats=json names the limit, and bad values are refused.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin sparse-random
 requires_nbdkit_plugin memory
@@ -39,13 +42,77 @@ grep -q '"rate_limit": 16777216' "$tmp/one.stats" ||
 timed two 3.5 -C 2 -T 2 --rate=16M
 timed fast 1.75 -C 2 -T 2 --rate=32M --request-size=64K
 
-# Holes are not read, so they are not held back.
-start_nbdkit sparse -r sparse-random size=4G percent=1.5 seed=3
+# read_windows LOG RATE: from nbdkit's log filter's LOG, the bytes read
+# and the most read in any one second (from each read's arrival on);
+# exits 1 if that is over RATE and 10%.
+read_windows ()
+{
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+from datetime import datetime
+reads = []
+for line in open(sys.argv[1]):
+    m = re.match(r'(\S+ \S+) connection=\d+ Read .*count=(0x[0-9a-f]+)', line)
+    if m:
+        t = datetime.strptime(m.group(1), '%Y-%m-%d %H:%M:%S.%f').timestamp()
+        reads.append((t, int(m.group(2), 16)))
+reads.sort()
+rate = int(sys.argv[2])
+most, j, inside = 0, 0, 0
+for i, (t, n) in enumerate(reads):
+    while j < len(reads) and reads[j][0] < t + 1.0:
+        inside += reads[j][1]
+        j += 1
+    most = max(most, inside)
+    inside -= n
+total = sum(n for _, n in reads)
+print("%d bytes read in %d reads; at most %d in one second (%.2f of the limit)"
+      % (total, len(reads), most, most / rate))
+open(sys.argv[1] + '.total', 'w').write('%d\n' % total)
+sys.exit(0 if most <= 1.1 * rate else 1)
+PY
+}
+
+head -c $((1024 * 1024)) /dev/urandom >"$tmp/r.raw"
+for conns in 1 2; do
+  rm -f "$tmp/reads$conns.log"
+  start_nbdkit logged$conns --filter=log file "$tmp/r.raw" \
+    logfile="$tmp/reads$conns.log"
+  start=$EPOCHREALTIME
+  run_nbdcp -C $conns -T $conns --stats=json --rate=256K \
+    "$(uri_of "$tmp/logged$conns.sock")" "$tmp/r$conns.out" 2>"$tmp/r$conns.stats"
+  end=$EPOCHREALTIME
+  cmp "$tmp/r.raw" "$tmp/r$conns.out" || fail "-C $conns --rate=256K: copy differs"
+  read_windows "$tmp/reads$conns.log" $((256 * 1024)) ||
+    fail "-C $conns: a second of the copy read more than --rate=256K and 10%"
+  python3 -c 'import sys; d = float(sys.argv[2]) - float(sys.argv[1])
+print("1 MiB at 256K: %.2f s" % d); sys.exit(0 if d >= 3.95 else 1)' \
+    "$start" "$end" || fail "-C $conns: 1 MiB at 256K took less than 4 s"
+done
+
+# Holes are not read, so they are not held back, nor counted as read.
+start_nbdkit sparse -r --filter=log sparse-random size=4G percent=1.5 seed=3 \
+  logfile="$tmp/sparse.log"
 start_nbdkit sdst memory size=4G
 start=$SECONDS
-run_nbdcp --rate=64M "$(uri_of "$tmp/sparse.sock")" "$(uri_of "$tmp/sdst.sock")"
+run_nbdcp --stats=json --rate=64M "$(uri_of "$tmp/sparse.sock")" \
+  "$(uri_of "$tmp/sdst.sock")" 2>"$tmp/sparse.stats"
 [ $((SECONDS - start)) -lt 60 ] || fail "holes were held to the rate"
+# Before check_same, whose reads the log would count too.
+read_windows "$tmp/sparse.log" $((64 * 1024 * 1024)) ||
+  fail "a second of the sparse copy read more than --rate=64M and 10%"
 check_same "$(uri_of "$tmp/sparse.sock")" "$(uri_of "$tmp/sdst.sock")" "sparse"
+python3 - "$tmp/sparse.stats" "$(cat "$tmp/sparse.log.total")" <<'PY' ||
+import json, sys
+s = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+logged = int(sys.argv[2])
+print("read_bytes %d (nbdkit logged %d), %.0f bytes/s read, limit %d"
+      % (s["read_bytes"], logged, s["read_bytes_per_second"], s["rate_limit"]))
+assert s["read_bytes"] == logged, "read_bytes is not what the server was asked"
+assert s["read_bytes_per_second"] <= 1.1 * s["rate_limit"], "rate over the limit"
+assert abs(s["read_bytes_per_second"] * s["elapsed_seconds"] - logged) < 1024 * 1024
+PY
+  fail "--stats=json: the read rate is not that of the bytes read: $(cat "$tmp/sparse.stats")"
 
 for bad in 0 512 abc -1; do
   expect_fail "^nbdcp: --rate" "$NBDCP" --rate=$bad "$src" null:
