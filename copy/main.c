@@ -475,14 +475,14 @@ note_done (const struct options *opts, const struct copy_stats *stats,
 static int
 run_copy (const struct options *opts, struct settings *set,
           struct endpoint *src, struct endpoint *dst, struct journal *journal,
-          struct copy_stats *stats, char *hash, struct blkhash **source_hash)
+          struct copy_stats *stats, char *hash, struct blkhash **source_hash,
+          struct progress_outs *outs)
 {
   struct progress progress;
   double start;
   int r;
 
-  progress_init (&progress, opts->progress, opts->progress_fd,
-                 opts->progress_json_fd, src->size >= 0);
+  progress_init (&progress, opts->progress, outs, src->size >= 0);
   start = now_seconds ();
   r = engine_run (&(struct engine_params){
       .set = set,
@@ -514,7 +514,8 @@ static int
 finish_copy (const struct options *opts, const struct settings *set,
              const struct endpoint *src, struct endpoint *dst,
              const struct copy_stats *stats, const struct blkhash *source_hash,
-             const char *hash, struct blkhash_file *blkhash_file)
+             const char *hash, struct blkhash_file *blkhash_file,
+             struct progress_outs *outs)
 {
   struct copy_stats verify_stats;
   struct progress progress;
@@ -522,7 +523,7 @@ finish_copy (const struct options *opts, const struct settings *set,
   if (src->size < 0 && dst->ops->set_size
       && dst->ops->set_size (dst, stats->total_bytes) == -1)
     return -1;
-  progress_init_verify (&progress, opts->progress, opts->progress_json_fd);
+  progress_init_verify (&progress, opts->progress, outs);
   if (opts->verify
       && verify_destination (set, opts, dst, stats->total_bytes, source_hash,
                              hash, &interrupt_signal, &progress, &verify_stats)
@@ -558,6 +559,7 @@ main (int argc, char **argv)
   struct blkhash *source_hash = NULL;
   struct journal journal = { 0 };
   struct blkhash_file blkhash_file = { .open = false };
+  struct progress_outs outs = { .err.fd = -1, .fd.fd = -1, .json.fd = -1 };
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
   int r, status = EXIT_FAILURE;
@@ -570,6 +572,14 @@ main (int argc, char **argv)
   /* A closed socket must give an error, not kill the process. */
   signal (SIGPIPE, SIG_IGN);
   catch_signals ();
+  /* Before stdin/stdout are given /dev/null or anything is opened: a
+     closed progress descriptor would be the destination's number. */
+  if (progress_outs_open (&outs, opts.progress ? opts.progress_fd : -1,
+                          opts.progress_json_fd,
+                          opts.src_command ? NULL : opts.src,
+                          opts.dst_command ? NULL : opts.dst)
+      == -1)
+    goto fail;
   if (check_std_fds (&opts) == -1)
     goto fail;
   if (blkhash_file_open (&opts, &blkhash_file) == -1)
@@ -611,12 +621,12 @@ main (int argc, char **argv)
 
   char hash[2 * BLKHASH_MAX_DIGEST + 1] = "";
   r = run_copy (&opts, &set, src, dst, have_journal ? &journal : NULL, &stats,
-                hash, &source_hash);
+                hash, &source_hash, &outs);
   if (r == -1 && stats.error == EPIPE && dst->caps.stream && !opts.verbose)
     goto out; /* the reader went away (| head): end quietly */
   if (r == -1
       || finish_copy (&opts, &set, src, dst, &stats, source_hash, hash,
-                      &blkhash_file)
+                      &blkhash_file, &outs)
              == -1)
     goto fail;
   /* The copy is complete: there is nothing left to resume. */
@@ -638,11 +648,12 @@ out:
   blkhash_file_close (&blkhash_file);
   endpoint_close (src, status == EXIT_SUCCESS);
   endpoint_close (dst, status == EXIT_SUCCESS);
-  progress_json_end (opts.progress_json_fd,
+  progress_json_end (&outs,
                      interrupt_signal         ? "interrupted"
                      : status == EXIT_SUCCESS ? "ok"
                                               : "failed",
                      now_seconds () - started);
+  progress_outs_close (&outs);
   /* Interrupted: the shell's convention, 128 + the signal number. */
   return interrupt_signal ? 128 + interrupt_signal : status;
 }

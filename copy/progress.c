@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "human_size.h"
 #include "progress.h"
+#include "progress_out.h"
 
 /* Without a terminal or a known size, a plain line this often. */
 #define UNKNOWN_SIZE_LINE_SECONDS 10
@@ -33,12 +34,23 @@ static const char *const spinner_chars[] = {
 /* Columns the bar takes: spinner, space, "NNN%", space, "[", bar, "]". */
 #define BAR_COLUMNS (1 + 1 + 4 + 1 + 1 + BAR_WIDTH + 1)
 
-/* Best effort: a reader that went away must not stop the copy. */
+/* Progress waits for no reader (progress_out.c): a line a reader
+   cannot take now is dropped, but the last ones wait this long. */
+#define LAST_LINE_WAIT_MS 1000
+
+/* LINE (from snprintf: N may be negative or too long) to O, dropped if
+   the reader is slow, unless it is the LAST line. */
 static void
-write_line (int fd, const char *line, int n)
+emit (struct progress_out *o, const char *line, int n, size_t size, bool last)
 {
-  if (n > 0 && write (fd, line, n) != n) {
-  }
+  if (n <= 0)
+    return;
+  if ((size_t) n >= size)
+    n = size - 1;
+  if (last)
+    progress_out_last (o, line, n, LAST_LINE_WAIT_MS);
+  else
+    progress_out_line (o, line, n);
 }
 
 static void
@@ -46,16 +58,19 @@ write_fd_line (struct progress *p, int percent)
 {
   char line[16];
 
-  write_line (p->fd, line, snprintf (line, sizeof line, "%d/100\n", percent));
+  emit (&p->out->fd, line, snprintf (line, sizeof line, "%d/100\n", percent),
+        sizeof line, percent == 100);
 }
 
-void
-progress_init (struct progress *p, bool enabled, int fd, int json_fd,
-               bool size_known)
+/* The display goes to FD (--progress=FD), or stderr if -1. */
+static void
+progress_setup (struct progress *p, bool enabled, struct progress_outs *out,
+                int fd, bool size_known)
 {
   *p = (struct progress){
     .enabled = enabled,
-    .json_fd = json_fd,
+    .out = out,
+    .json_fd = out->json.fd,
     .json_phase = -1,
     .unknown_size = !size_known,
     .fd = fd,
@@ -64,17 +79,26 @@ progress_init (struct progress *p, bool enabled, int fd, int json_fd,
   };
   p->start = p->rate_time = p->last_line = now_seconds ();
   /* As nbdcopy: 0/100 before anything is copied. */
-  if (enabled && fd >= 0) {
+  if (enabled && p->fd >= 0) {
     write_fd_line (p, 0);
     p->last_percent = 0;
   }
 }
 
 void
-progress_init_verify (struct progress *p, bool enabled, int json_fd)
+progress_init_verify (struct progress *p, bool enabled,
+                      struct progress_outs *out)
 {
-  progress_init (p, enabled && isatty (2), -1, json_fd, true);
+  /* A bar on stderr, whatever --progress=FD said. */
+  progress_setup (p, enabled && isatty (2), out, -1, true);
   p->verifying = true;
+}
+
+void
+progress_init (struct progress *p, bool enabled, struct progress_outs *out,
+               bool size_known)
+{
+  progress_setup (p, enabled, out, out->fd.fd, size_known);
 }
 
 static const char *const phase_names[] = {
@@ -103,27 +127,29 @@ write_json (struct progress *p, enum progress_phase phase, uint64_t done,
   }
   if (p->unknown_size || percent > 99)
     percent = p->unknown_size ? 0 : 99; /* 100 only at the end */
-  write_line (p->json_fd, line,
-              snprintf (line, sizeof line,
-                        "{\"phase\": \"%s\", \"bytes_done\": %" PRIu64
-                        ", \"bytes_total\": %s, \"percent\": %d"
-                        ", \"bytes_per_second\": %.0f, \"eta_seconds\": %s"
-                        ", \"elapsed_seconds\": %.1f}\n",
-                        phase_names[phase], done, all, percent, rate, eta,
-                        t - p->start));
+  emit (&p->out->json, line,
+        snprintf (line, sizeof line,
+                  "{\"phase\": \"%s\", \"bytes_done\": %" PRIu64
+                  ", \"bytes_total\": %s, \"percent\": %d"
+                  ", \"bytes_per_second\": %.0f, \"eta_seconds\": %s"
+                  ", \"elapsed_seconds\": %.1f}\n",
+                  phase_names[phase], done, all, percent, rate, eta,
+                  t - p->start),
+        sizeof line, false);
 }
 
 void
-progress_json_end (int json_fd, const char *status, double elapsed)
+progress_json_end (struct progress_outs *out, const char *status,
+                   double elapsed)
 {
   char line[128];
 
-  if (json_fd >= 0)
-    write_line (json_fd, line,
-                snprintf (line, sizeof line,
-                          "{\"phase\": \"end\", \"status\": \"%s\""
-                          ", \"elapsed_seconds\": %.1f}\n",
-                          status, elapsed));
+  emit (&out->json, line,
+        snprintf (line, sizeof line,
+                  "{\"phase\": \"end\", \"status\": \"%s\""
+                  ", \"elapsed_seconds\": %.1f}\n",
+                  status, elapsed),
+        sizeof line, true);
 }
 
 static void
@@ -178,7 +204,7 @@ static void
 draw_bar (struct progress *p, int percent, uint64_t done, uint64_t total,
           enum progress_phase phase, bool final)
 {
-  char bar[BAR_WIDTH + 1], suffix[64] = "", r[32], eta[32];
+  char bar[BAR_WIDTH + 1], suffix[64] = "", r[32], eta[32], line[256];
   const char *spin;
   unsigned stars, columns;
   int width;
@@ -230,9 +256,10 @@ draw_bar (struct progress *p, int percent, uint64_t done, uint64_t total,
     *suffix = '\0';
     width = 0;
   }
-  fprintf (stderr, "%s %3d%% [%s]%-*s%s", spin, percent, bar, width, suffix,
-           final ? "\n" : "\r");
-  fflush (stderr);
+  emit (&p->out->err, line,
+        snprintf (line, sizeof line, "%s %3d%% [%s]%-*s%s", spin, percent, bar,
+                  width, suffix, final ? "\n" : "\r"),
+        sizeof line, final);
 }
 
 /* Without a terminal: one line for each 10% step that DONE has passed
@@ -242,22 +269,26 @@ static void
 print_steps (struct progress *p, uint64_t done, uint64_t total, int last_step,
              bool final)
 {
-  char t[32], r[32], eta[32];
+  char t[32], r[32], eta[32], line[160];
   double rate = average_rate (p, done);
 
   human_size_format (total, t, sizeof t);
   human_size_format (rate, r, sizeof r);
   for (int step = p->last_step + 1; step <= last_step; step++) {
     if (step == 10 && final)
-      fprintf (stderr, "100%% of %s, %s/s in %.1fs\n", t, r,
-               now_seconds () - p->start);
+      emit (&p->out->err, line,
+            snprintf (line, sizeof line, "100%% of %s, %s/s in %.1fs\n", t, r,
+                      now_seconds () - p->start),
+            sizeof line, true);
     else {
       format_eta (eta, sizeof eta, done, total, rate);
-      fprintf (stderr, "%d%% of %s, %s/s%s\n", step * 10, t, r, eta);
+      emit (&p->out->err, line,
+            snprintf (line, sizeof line, "%d%% of %s, %s/s%s\n", step * 10, t,
+                      r, eta),
+            sizeof line, false);
     }
     p->last_step = step;
   }
-  fflush (stderr);
 }
 
 /* A stream source: how much so far and how fast, nothing about the
@@ -266,7 +297,7 @@ print_steps (struct progress *p, uint64_t done, uint64_t total, int last_step,
 static void
 draw_unknown (struct progress *p, uint64_t done, bool final)
 {
-  char d[32], r[32], when[32] = "";
+  char d[32], r[32], when[32] = "", line[160];
   double elapsed = now_seconds () - p->start;
 
   human_size_format (done, d, sizeof d);
@@ -274,9 +305,11 @@ draw_unknown (struct progress *p, uint64_t done, bool final)
                      sizeof r);
   if (final)
     snprintf (when, sizeof when, " in %.1fs", elapsed);
-  fprintf (stderr, "%s%s, %s/s%s%s%s", p->tty ? "\r" : "", d, r, when,
-           p->tty ? "\033[K" : "", !p->tty || final ? "\n" : "");
-  fflush (stderr);
+  emit (&p->out->err, line,
+        snprintf (line, sizeof line, "%s%s, %s/s%s%s%s", p->tty ? "\r" : "", d,
+                  r, when, p->tty ? "\033[K" : "",
+                  !p->tty || final ? "\n" : ""),
+        sizeof line, final);
 }
 
 static void
@@ -358,5 +391,5 @@ progress_finish (struct progress *p, uint64_t done, uint64_t total, bool ok)
   else if (ok)
     print_steps (p, total, total, 10, true);
   else if (p->tty)
-    fputc ('\n', stderr);
+    emit (&p->out->err, "\n", 1, 2, true);
 }

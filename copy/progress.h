@@ -24,21 +24,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "progress_out.h"
+
 enum progress_phase { PROGRESS_COPY, PROGRESS_FLUSH, PROGRESS_VERIFY };
 
 struct progress {
-  bool enabled;      /* -p or --progress=FD: the display */
-  int json_fd;       /* --progress-json=FD, or -1 */
-  bool verifying;    /* --verify's pass */
-  int json_phase;    /* the phase of the last JSON line, -1: none */
-  double json_time;  /* when it was written */
-  bool unknown_size; /* a stream source: no percent, no ETA */
-  int fd;            /* --progress=FD, or -1 for stderr */
-  bool tty;          /* stderr is a terminal: redraw one line */
-  int last_percent;  /* last percent written; -1 = none */
-  int last_step;     /* plain lines: the last 10% step printed, 0-10 */
-  double start;      /* seconds, monotonic */
-  double rate_time;  /* sample used for the rate */
+  struct progress_outs *out; /* where it is written */
+  bool enabled;              /* -p or --progress=FD: the display */
+  int json_fd;               /* --progress-json=FD, or -1 */
+  bool verifying;            /* --verify's pass */
+  int json_phase;            /* the phase of the last JSON line, -1: none */
+  double json_time;          /* when it was written */
+  bool unknown_size;         /* a stream source: no percent, no ETA */
+  int fd;                    /* --progress=FD, or -1 for stderr */
+  bool tty;                  /* stderr is a terminal: redraw one line */
+  int last_percent;          /* last percent written; -1 = none */
+  int last_step;             /* plain lines: the last 10% step printed, 0-10 */
+  double start;              /* seconds, monotonic */
+  double rate_time;          /* sample used for the rate */
   uint64_t rate_bytes;
   double rate;         /* bytes per second, smoothed */
   double last_line;    /* when the last plain line was printed (unknown size) */
@@ -50,10 +53,11 @@ struct progress {
 /* SIZE_KNOWN is false for a stream source, whose end is not known.
  * With FD (--progress=FD), "0/100" is written at once.
  */
-void progress_init (struct progress *p, bool enabled, int fd, int json_fd,
+void progress_init (struct progress *p, bool enabled, struct progress_outs *out,
                     bool size_known);
 /* For --verify's pass: a bar on a terminal if ENABLED, and JSON lines. */
-void progress_init_verify (struct progress *p, bool enabled, int json_fd);
+void progress_init_verify (struct progress *p, bool enabled,
+                           struct progress_outs *out);
 /* Report DONE of TOTAL bytes; called a few times a second. */
 void progress_update (void *p, uint64_t done, uint64_t total);
 /* The copy is over: end the display (with 100% if it succeeded). */
@@ -62,6 +66,7 @@ void progress_finish (struct progress *p, uint64_t done, uint64_t total,
 /* --progress-json: the last line, once nbdcp's outcome is known:
  * STATUS is "ok", "failed" or "interrupted".
  */
-void progress_json_end (int json_fd, const char *status, double elapsed);
+void progress_json_end (struct progress_outs *out, const char *status,
+                        double elapsed);
 
 #endif

@@ -1,0 +1,83 @@
+#!/bin/bash
+# Progress never goes into the copy, and never holds it up.
+#
+# Refused before anything is opened, with exit 1 and a message naming
+# the option and the descriptor, the destination neither created nor
+# changed: --progress=FD or --progress-json=FD on a closed descriptor
+# (the destination file would be opened on that number and begin with
+# a JSON line), one open only for reading, standard output when the
+# destination is '-', a descriptor that is the destination file or the
+# same pipe as standard output, and standard input when the source is
+# '-'.
+#
+# Written without blocking: with a pipe that nobody reads and that is
+# already full, --progress=FD and --progress-json=FD copies finish, exit
+# 0 and are exact (cmp), and a signal ends one at once.
+. "${srcdir:-.}/tests/functions.sh"
+
+size=$((8 * 1024 * 1024))
+head -c $size /dev/urandom >"$tmp/src.raw"
+head -c $size /dev/urandom >"$tmp/old.raw"
+
+# refused PATTERN CMD...: CMD (an nbdcp command line run by bash -c, so
+# that it can close and redirect descriptors) exits 1 with a message
+# matching PATTERN, and dst.raw (old data) is unchanged; new.raw, if
+# named, is not created.
+refused ()
+{
+  local pattern=$1 rc=0
+  cp "$tmp/old.raw" "$tmp/dst.raw"
+  rm -f "$tmp/new.raw"
+  NBDCP="$NBDCP" tmp="$tmp" bash -c "$2" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [ $rc -eq 1 ] || { cat "$tmp/err"; fail "exit $rc, not 1: $2"; }
+  grep -Eq -- "$pattern" "$tmp/err" ||
+    fail "no message matching '$pattern': $(cat "$tmp/err") ($2)"
+  cmp -s "$tmp/old.raw" "$tmp/dst.raw" || fail "the destination changed: $2"
+  [ ! -e "$tmp/new.raw" ] || fail "the destination was created: $2"
+  ! grep -q phase "$tmp/out" || fail "progress written to stdout: $2"
+}
+
+refused '^nbdcp: --progress-json=4: descriptor 4 is not open$' \
+  'exec 4>&-; "$NBDCP" --progress-json=4 "$tmp/src.raw" "$tmp/new.raw"'
+refused '^nbdcp: --progress=5: descriptor 5 is not open$' \
+  'exec 5>&-; "$NBDCP" --progress=5 "$tmp/src.raw" "$tmp/new.raw"'
+refused '^nbdcp: --progress=3: descriptor 3 is not open for writing$' \
+  '"$NBDCP" --progress=3 "$tmp/src.raw" "$tmp/new.raw" 3<"$tmp/src.raw"'
+refused '^nbdcp: --progress-json=1: descriptor 1 is the destination \(-\)' \
+  '"$NBDCP" --progress-json=1 "$tmp/src.raw" - >"$tmp/dst.raw.out"; s=$?; cmp -s /dev/null "$tmp/dst.raw.out" || echo "stdout written" >&2; exit $s'
+refused '^nbdcp: --progress=1: descriptor 1 is the destination \(-\)' \
+  '"$NBDCP" --progress=1 "$tmp/src.raw" - | cat >/dev/null; exit ${PIPESTATUS[0]}'
+refused '^nbdcp: --progress-json=3: descriptor 3 is the destination \(-\)' \
+  '"$NBDCP" --progress-json=3 "$tmp/src.raw" - 3>&1 | cat >/dev/null; exit ${PIPESTATUS[0]}'
+refused '^nbdcp: --progress=3: descriptor 3 is the destination \(.*dst.raw\)' \
+  '"$NBDCP" --progress=3 "$tmp/src.raw" "$tmp/dst.raw" 3>>"$tmp/dst.raw"'
+refused '^nbdcp: --progress-json=0: descriptor 0 is the source \(-\)' \
+  '"$NBDCP" --progress-json=0 - "$tmp/new.raw" 0<>"$tmp/src.raw"'
+
+# A FIFO that nobody reads, filled to the brim: fd 3 holds it open for
+# reading and writing, so writes to it neither fail nor ever drain.
+mkfifo "$tmp/fifo"
+exec 3<>"$tmp/fifo"
+# 64 KiB is a new pipe's capacity; the write of exactly that succeeds.
+head -c 65536 /dev/zero >&3
+for opt in --progress=3 --progress-json=3; do
+  rm -f "$tmp/dst.raw"
+  rc=0
+  timeout --kill-after=5 30 "$NBDCP" $opt "$tmp/src.raw" "$tmp/dst.raw" 2>"$tmp/err" || rc=$?
+  [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "$opt to a full pipe: nbdcp blocked"
+  [ $rc -eq 0 ] || { cat "$tmp/err"; fail "$opt to a full pipe: exit $rc"; }
+  cmp "$tmp/src.raw" "$tmp/dst.raw" || fail "$opt to a full pipe: copy differs"
+done
+
+# A signal while progress cannot be written: nbdcp ends at once.
+rm -f "$tmp/dst.raw"
+"$NBDCP" -v --progress-json=3 --rate=1M "$tmp/src.raw" "$tmp/dst.raw" \
+  2>"$tmp/err" &
+pid=$!
+wait_for_log_line "$tmp/err" '^nbdcp: copying'
+kill -TERM $pid
+wait_until 10 _gone $pid || { kill -KILL $pid; fail "SIGTERM: nbdcp blocked"; }
+rc=0
+wait $pid || rc=$?
+[ $rc -eq 143 ] || { cat "$tmp/err"; fail "SIGTERM: exit $rc, not 143"; }
+exec 3>&-
