@@ -33,6 +33,7 @@
 #include "minmax.h"
 #include "options.h"
 #include "progress.h"
+#include "refuse.h"
 #include "settings.h"
 #include "stats.h"
 #include "verify.h"
@@ -153,57 +154,6 @@ useful_connections (const struct options *opts, const struct endpoint *src)
   return n;
 }
 
-/* A source larger than nbdcp copies (segment.h) is refused before
- * the destination is opened or anything sized by the source allocated.
- */
-static int
-check_source_size (const struct endpoint *src)
-{
-  char max[32];
-
-  if (src->size < 0 || (uint64_t) src->size <= MAX_COPY_SIZE)
-    return 0;
-  human_size_format (MAX_COPY_SIZE, max, sizeof max);
-  error_set ("source %s is too large: %" PRIi64 " bytes; nbdcp copies at "
-             "most %" PRIu64 " bytes (%s)",
-             src->spec, src->size, MAX_COPY_SIZE, max);
-  return -1;
-}
-
-/* Refuse copies that cannot work, before anything is written. */
-static int
-check_endpoints (const struct endpoint *src, const struct endpoint *dst)
-{
-  if (dst->caps.read_only) {
-    error_set ("destination %s is read-only", dst->spec);
-    return -1;
-  }
-  if (src->size >= 0 && dst->size < src->size) {
-    error_set ("destination %s (%" PRIi64 " bytes) is smaller than "
-               "source %s (%" PRIi64 " bytes)",
-               dst->spec, dst->size, src->spec, src->size);
-    return -1;
-  }
-  /* The last block of the copy would be a request shorter than a
-     server's minimum block, which such servers refuse (nbdkit's
-     blocksize-policy filter does; qemu does not even open such an
-     image).  Refusing now is better than failing at the end. */
-  const struct endpoint *sides[] = { src, dst };
-  for (unsigned i = 0; i < 2 && src->size > 0; i++) {
-    const struct endpoint *ep = sides[i];
-    if (src->size % endpoint_min_block (ep) != 0) {
-      error_set ("%s %s has a minimum block size of %" PRIu32 " bytes, but "
-                 "the copy's size, %" PRIi64 " bytes, is not a multiple of "
-                 "it: its last %" PRIi64 " bytes cannot be %s",
-                 ep->side, ep->spec, endpoint_min_block (ep), src->size,
-                 src->size % endpoint_min_block (ep),
-                 ep == src ? "read" : "written");
-      return -1;
-    }
-  }
-  return 0;
-}
-
 /* If nbdcp was started with stdin, stdout or stderr closed, the first
  * socket or file it opens would get that number and '-' would copy
  * into it.  Refuse '-' on a closed descriptor, and fill the closed ones
@@ -229,23 +179,6 @@ check_std_fds (const struct options *opts)
     }
   }
   return 0;
-}
-
-/* Copying a file onto itself would read what it has just written (or,
- * with '>>', append the file to itself).
- */
-static bool
-same_file (const struct endpoint *src, const struct endpoint *dst)
-{
-  const char *a_path = src->path, *b_path = dst->path;
-  struct stat a, b;
-
-  if (!a_path || !b_path || stat (a_path, &a) == -1 || stat (b_path, &b) == -1
-      || !(S_ISREG (a.st_mode) || S_ISBLK (a.st_mode)) || a.st_dev != b.st_dev
-      || a.st_ino != b.st_ino)
-    return false;
-  error_set ("source and destination are the same file: %s", src->spec);
-  return true;
 }
 
 /* What --resume's journal says the copy is, so that a rerun can tell
@@ -402,7 +335,7 @@ open_endpoints (struct options *opts, const struct endpoint_settings *es,
                         es, &interrupt_signal);
   if (!*dst || interrupt_signal)
     return -1;
-  if (same_file (*src, *dst))
+  if (check_same_file (*src, *dst))
     return -1;
   /* Before a destination file is given the source's size. */
   if (opts->bitmap && bitmap_check_destination (*src, *dst) == -1)
@@ -584,14 +517,15 @@ main (int argc, char **argv)
     have_journal = true;
     journal_made = !journal.existed;
   }
-  if (dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1)
-    goto fail;
   describe (&opts, dst);
-  if (check_endpoints (src, dst) == -1)
-    goto fail;
-
-  if (settings_compute (&set, &opts, src, dst) == -1
+  if (check_endpoints (src, dst) == -1
+      || settings_compute (&set, &opts, src, dst) == -1
       || (set.bitmap && bitmap_scan (src, &set) == -1))
+    goto fail;
+  /* The first change to the destination (a new file is created here),
+     once everything that can refuse the copy has been checked. */
+  if ((dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1)
+      || check_destination_size (src, dst) == -1)
     goto fail;
   note_copy (&set, src);
 

@@ -256,8 +256,8 @@ mutation extents-offset-stuck copy/nbd.c \
 '
 
 mutation file-old-data-as-zero copy/file.c \
-'  if (fstat (f->fd, &st) == 0 && st.st_size == 0)' \
-'  if (fstat (f->fd, &st) == 0 && st.st_size >= 0)'
+'    .starts_zero = writable && S_ISREG (st.st_mode) && st.st_size == 0,' \
+'    .starts_zero = writable && S_ISREG (st.st_mode) && st.st_size >= 0,'
 
 mutation is-zero-head-only lib/is_zero.h \
 '  return len <= head || memcmp (buf, buf + head, len - head) == 0;' \
