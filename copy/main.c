@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
 #include "bitmap.h"
 #include "blkhash.h"
+#include "blkhash_file.h"
 #include "clock.h"
 #include "endpoint.h"
 #include "engine.h"
@@ -156,8 +156,9 @@ useful_connections (const struct options *opts, const struct endpoint *src)
 
 /* If nbdcp was started with stdin, stdout or stderr closed, the first
  * socket or file it opens would get that number and '-' would copy
- * into it.  Refuse '-' on a closed descriptor, and fill the closed ones
- * with /dev/null so that nothing else can take them.
+ * into it.  Refuse '-' or --blkhash-file=/dev/stdout (say) on a closed
+ * descriptor, and fill the closed ones with /dev/null so that nothing
+ * else can take them.
  */
 static int
 check_std_fds (const struct options *opts)
@@ -171,6 +172,12 @@ check_std_fds (const struct options *opts)
     }
     if (fd == 1 && strcmp (opts->dst, "-") == 0 && !opts->dst_command) {
       error_set ("-: standard output is closed");
+      return -1;
+    }
+    if (opts->blkhash_file
+        && blkhash_file_descriptor (opts->blkhash_file) == fd) {
+      error_set ("--blkhash-file: %s: descriptor %d is not open",
+                 opts->blkhash_file, fd);
       return -1;
     }
     if (open ("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) {
@@ -250,40 +257,6 @@ open_journal (const struct options *opts, const struct endpoint *src,
   return 0;
 }
 
-/* --blkhash-file: its temporary file (lib/atomic_file.h) is created
- * before anything is written, so that a place where it cannot be made
- * is found now, not after the whole copy; the checksum goes into it
- * and it is renamed over FILE only once the copy has succeeded.  A
- * copy that fails removes the temporary file and leaves FILE as it was
- * (or absent).  FILE, if it exists, must be a regular file.
- */
-struct blkhash_file {
-  bool open;
-  struct atomic_file f;
-};
-
-static int
-blkhash_file_open (const struct options *opts, struct blkhash_file *bf)
-{
-  if (!opts->blkhash_file)
-    return 0;
-  bf->open = true;
-  if (atomic_file_begin (&bf->f, opts->blkhash_file) == -1) {
-    error_set ("--blkhash-file: %s", bf->f.why);
-    return -1;
-  }
-  return 0;
-}
-
-/* Remove the temporary file if the checksum never went into place. */
-static void
-blkhash_file_close (struct blkhash_file *bf)
-{
-  if (bf->open)
-    atomic_file_free (&bf->f);
-  bf->open = false;
-}
-
 /* The --blkhash checksum, on stdout or into --blkhash-file (the
  * checksum alone, replacing what FILE held). */
 static int
@@ -292,14 +265,8 @@ print_blkhash (struct blkhash_file *bf, const char *hash)
   char line[2 * BLKHASH_MAX_DIGEST + 2];
   int len = snprintf (line, sizeof line, "%s\n", hash);
 
-  if (bf->open) {
-    if (atomic_file_write (&bf->f, line, len) == -1
-        || atomic_file_commit (&bf->f) == -1) {
-      error_set ("--blkhash-file: %s", bf->f.why);
-      return -1;
-    }
-    return 0;
-  }
+  if (bf->open)
+    return blkhash_file_write (bf, line, len);
   if (fputs (line, stdout) == EOF || fflush (stdout) == EOF) {
     error_set ("--blkhash: %s", strerror (errno));
     return -1;
@@ -486,7 +453,7 @@ main (int argc, char **argv)
   struct endpoint_settings endpoint_set; /* alive as long as the endpoints */
   struct blkhash *source_hash = NULL;
   struct journal journal = { 0 };
-  struct blkhash_file blkhash_file = { .open = false };
+  struct blkhash_file blkhash_file = { .open = false, .fd = -1 };
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
   int r, status = EXIT_FAILURE;
@@ -501,7 +468,7 @@ main (int argc, char **argv)
   catch_signals ();
   if (check_std_fds (&opts) == -1)
     goto fail;
-  if (blkhash_file_open (&opts, &blkhash_file) == -1)
+  if (blkhash_file_open (&blkhash_file, &opts) == -1)
     goto fail;
   if (opts.verify && verify_check_destination (&opts) == -1)
     goto fail;

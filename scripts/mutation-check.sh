@@ -377,7 +377,7 @@ mutation bitmap-small-destination copy/main.c \
 # that cannot be created is found too late); and a server whose
 # connections report different sizes taken at the first one's word.
 mutation blkhash-file-opened-late copy/main.c \
-'  if (blkhash_file_open (&opts, &blkhash_file) == -1)
+'  if (blkhash_file_open (&blkhash_file, &opts) == -1)
     goto fail;
 ' \
 ''
