@@ -109,7 +109,11 @@ struct endpoint_ops {
   void (*detach) (struct conn *c);
 
   /* Optional, destinations: make the destination exactly SIZE bytes
-     (regular files).  Called before the size check. */
+     (regular files; SIZE -1: a stream's, set again when it ends).  The
+     first change to the destination: main calls it once every check
+     of the copy has passed (but the destination's size, which it
+     settles), and a file that did not exist is created here, not by
+     open.  On failure it leaves no file it created. */
   int (*set_size) (struct endpoint *ep, int64_t size);
 
   /* Optional: make C's requests in flight fail soon (the server stopped

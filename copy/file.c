@@ -18,6 +18,12 @@
  * that was empty when opened reads as zero already, so it is never
  * zeroed (starts_zero).
  *
+ * Opening changes nothing: an existing file is opened without O_TRUNC,
+ * and a destination that does not exist yet is only checked (its
+ * directory must exist and be writable); set_size, which main calls
+ * once every check of the copy has passed, creates it.  A refused copy
+ * leaves no new file behind and an existing one as it was.
+ *
  * With --direct the file is also opened O_DIRECT, and requests whose
  * offset, length and buffer are aligned use it; the rest (an unaligned
  * tail, say) go through the page cache on the ordinary descriptor.
@@ -27,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,11 +70,15 @@ enum file_op {
 };
 
 struct file {
-  int fd;
+  int fd;        /* -1 while to_create */
   int direct_fd; /* O_DIRECT descriptor, or -1 */
   bool is_device;
-  bool is_std;  /* a duplicate of stdin or stdout ('-') */
-  char *zeroes; /* ZERO_CHUNK bytes, for fallbacks */
+  bool is_std;    /* a duplicate of stdin or stdout ('-') */
+  bool to_create; /* a destination that does not exist yet: set_size
+                     creates it */
+  bool created;   /* created by set_size (O_EXCL): ours to remove if
+                     set_size then fails */
+  char *zeroes;   /* ZERO_CHUNK bytes, for fallbacks */
 };
 
 struct conn {
@@ -79,10 +90,90 @@ struct conn {
   int buf_index;
 };
 
+/* A destination that does not exist: check what creating it needs
+ * (set_size creates it), so that a name that cannot be made fails as
+ * soon as it would have when opened with O_CREAT, and with the same
+ * message.  *ST gets what the new file will be: empty, regular, with
+ * its directory's block size.
+ */
+static int
+check_new_file (const struct endpoint *ep, struct stat *st)
+{
+  size_t len = strlen (ep->spec);
+  char *copy = strdup (ep->spec);
+  const char *dir;
+  struct stat dir_st;
+  int err = 0;
+
+  if (!copy) {
+    error_set ("out of memory");
+    return -1;
+  }
+  dir = dirname (copy);
+  if (len == 0)
+    err = ENOENT;
+  else if (ep->spec[len - 1] == '/')
+    err = EISDIR; /* as open ("new/", O_CREAT) says */
+  else if (stat (dir, &dir_st) == -1)
+    err = errno;
+  else if (!S_ISDIR (dir_st.st_mode))
+    err = ENOTDIR;
+  else if (faccessat (AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == -1)
+    err = errno;
+  else
+    *st = (struct stat){
+      .st_mode = S_IFREG | 0644,
+      .st_blksize = dir_st.st_blksize,
+    };
+  free (copy);
+  if (err) {
+    error_set ("%s: %s", ep->spec, strerror (err));
+    return -1;
+  }
+  return 0;
+}
+
+/* Open F's descriptor for EP (or, for a missing destination, note that
+ * it is to be created), and describe the file in *ST.
+ */
+static int
+open_fd (struct endpoint *ep, struct file *f, bool writable, struct stat *st)
+{
+  if (ep->std_fd >= 0) {
+    /* '-': the descriptor we were given, shared with the shell. */
+    f->fd = fcntl (ep->std_fd, F_DUPFD_CLOEXEC, 3);
+    f->is_std = true;
+  }
+  else
+    f->fd = open (ep->spec, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  if (f->fd == -1 && errno == ENOENT && writable && !f->is_std) {
+    f->to_create = true;
+    return check_new_file (ep, st);
+  }
+  if (f->fd == -1 || fstat (f->fd, st) == -1) {
+    error_set ("%s: %s", ep->spec, strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* --direct: a second descriptor, with O_DIRECT. */
+static int
+open_direct (struct endpoint *ep, struct file *f, bool writable)
+{
+  f->direct_fd
+      = open (ep->spec, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_DIRECT);
+  if (f->direct_fd == -1) {
+    error_set ("%s: cannot open with O_DIRECT (--direct): %s", ep->spec,
+               strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
 static int
 file_open (struct endpoint *ep, bool writable, unsigned want)
 {
-  int flags = (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC;
   struct file *f = calloc (1, sizeof *f);
   struct stat st;
 
@@ -90,22 +181,9 @@ file_open (struct endpoint *ep, bool writable, unsigned want)
     error_set ("out of memory");
     return -1;
   }
-  f->direct_fd = -1;
-  if (ep->std_fd >= 0) {
-    /* '-': the descriptor we were given, shared with the shell. */
-    f->fd = fcntl (ep->std_fd, F_DUPFD_CLOEXEC, 3);
-    f->is_std = true;
-  }
-  else
-    f->fd = open (ep->spec, flags, 0644);
-  if (f->fd == -1) {
-    error_set ("%s: %s", ep->spec, strerror (errno));
+  f->fd = f->direct_fd = -1;
+  if (open_fd (ep, f, writable, &st) == -1)
     goto fail;
-  }
-  if (fstat (f->fd, &st) == -1) {
-    error_set ("%s: %s", ep->spec, strerror (errno));
-    goto fail;
-  }
   if (S_ISBLK (st.st_mode)) {
     uint64_t size;
     if (ioctl (f->fd, BLKGETSIZE64, &size) == -1) {
@@ -128,14 +206,10 @@ file_open (struct endpoint *ep, bool writable, unsigned want)
     error_set ("%s: not a regular file or block device", ep->spec);
     goto fail;
   }
-  if (ep->settings->direct) {
-    f->direct_fd = open (ep->spec, (flags & ~O_CREAT) | O_DIRECT);
-    if (f->direct_fd == -1) {
-      error_set ("%s: cannot open with O_DIRECT (--direct): %s", ep->spec,
-                 strerror (errno));
-      goto fail;
-    }
-  }
+  /* A new file is opened with O_DIRECT once created (set_size). */
+  if (ep->settings->direct && !f->to_create
+      && open_direct (ep, f, writable) == -1)
+    goto fail;
   f->zeroes = calloc (1, ZERO_CHUNK);
   ep->conns = calloc (want, sizeof *ep->conns);
   if (!f->zeroes || !ep->conns) {
@@ -158,6 +232,10 @@ file_open (struct endpoint *ep, bool writable, unsigned want)
     .can_extents = !f->is_device,
     .multi_conn = true,
     .preferred_block = st.st_blksize > 0 ? st.st_blksize : 4096,
+    /* A file that is empty (or is to be created) reads as zero
+       wherever nothing is written, before and after it is extended:
+       the copy need not zero it. */
+    .starts_zero = writable && S_ISREG (st.st_mode) && st.st_size == 0,
   };
   ep->priv = f;
   return 0;
@@ -178,25 +256,71 @@ fail:
   return -1;
 }
 
+/* set_size failed on a file it had just created: remove it, if the
+ * name still has it (a refused copy leaves no file behind).
+ */
+static void
+remove_created (const struct endpoint *ep, const struct file *f)
+{
+  struct stat a, b;
+
+  if (f->created && fstat (f->fd, &a) == 0 && lstat (ep->spec, &b) == 0
+      && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    unlink (ep->spec);
+}
+
+/* Create the destination that file_open found missing.  O_EXCL, so
+ * that a file that appeared there since is neither truncated nor taken
+ * for an empty one; but a dangling symbolic link is followed, as for
+ * any destination, and its target created if it is still missing.
+ */
+static int
+create_file (struct endpoint *ep, struct file *f)
+{
+  int flags = O_RDWR | O_CREAT | O_CLOEXEC;
+  struct stat st;
+
+  f->fd = open (ep->spec, flags | O_EXCL, 0644);
+  f->created = f->fd >= 0;
+  if (f->fd == -1 && errno == EEXIST && lstat (ep->spec, &st) == 0
+      && S_ISLNK (st.st_mode))
+    f->fd = open (ep->spec, flags, 0644);
+  if (f->fd == -1) {
+    error_set ("%s: %s", ep->spec, strerror (errno));
+    return -1;
+  }
+  f->to_create = false;
+  if (fstat (f->fd, &st) == -1 || !S_ISREG (st.st_mode) || st.st_size != 0) {
+    error_set ("%s: a file appeared there after nbdcp found none; it is left "
+               "as it is",
+               ep->spec);
+    return -1;
+  }
+  if (ep->settings->direct && open_direct (ep, f, true) == -1) {
+    remove_created (ep, f);
+    return -1;
+  }
+  return 0;
+}
+
 static int
 file_set_size (struct endpoint *ep, int64_t size)
 {
   struct file *f = ep->priv;
-  struct stat st;
+  bool creating = f->to_create;
 
+  if (creating && create_file (ep, f) == -1)
+    return -1;
   /* Devices have the size they have; main checks it is enough. */
   if (f->is_device)
     return 0;
-  /* A file that was empty (or has just been created) reads as zero
-     wherever nothing is written, before and after it is extended: the
-     copy need not zero it. */
-  if (fstat (f->fd, &st) == 0 && st.st_size == 0)
-    ep->caps.starts_zero = true;
   if (size < 0)
     return 0; /* a stream's size is set when it ends */
   if (ftruncate (f->fd, size) == -1) {
     error_set ("%s: cannot set size to %" PRIi64 ": %s", ep->spec, size,
                strerror (errno));
+    if (creating)
+      remove_created (ep, f);
     return -1;
   }
   ep->size = size;
@@ -477,7 +601,8 @@ file_close (struct endpoint *ep, bool clean)
      ('{ nbdcp SRC -; echo more; } > f'). */
   if (f->is_std && clean && ep->size >= 0)
     lseek (f->fd, ep->size, SEEK_SET);
-  close (f->fd);
+  if (f->fd >= 0)
+    close (f->fd);
   if (f->direct_fd >= 0)
     close (f->direct_fd);
   free (f->zeroes);

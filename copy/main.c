@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
 #include "bitmap.h"
 #include "blkhash.h"
+#include "blkhash_file.h"
 #include "clock.h"
 #include "endpoint.h"
 #include "engine.h"
@@ -33,6 +33,7 @@
 #include "minmax.h"
 #include "options.h"
 #include "progress.h"
+#include "refuse.h"
 #include "settings.h"
 #include "stats.h"
 #include "verify.h"
@@ -153,61 +154,11 @@ useful_connections (const struct options *opts, const struct endpoint *src)
   return n;
 }
 
-/* A source larger than nbdcp copies (segment.h) is refused before
- * the destination is opened or anything sized by the source allocated.
- */
-static int
-check_source_size (const struct endpoint *src)
-{
-  char max[32];
-
-  if (src->size < 0 || (uint64_t) src->size <= MAX_COPY_SIZE)
-    return 0;
-  human_size_format (MAX_COPY_SIZE, max, sizeof max);
-  error_set ("source %s is too large: %" PRIi64 " bytes; nbdcp copies at "
-             "most %" PRIu64 " bytes (%s)",
-             src->spec, src->size, MAX_COPY_SIZE, max);
-  return -1;
-}
-
-/* Refuse copies that cannot work, before anything is written. */
-static int
-check_endpoints (const struct endpoint *src, const struct endpoint *dst)
-{
-  if (dst->caps.read_only) {
-    error_set ("destination %s is read-only", dst->spec);
-    return -1;
-  }
-  if (src->size >= 0 && dst->size < src->size) {
-    error_set ("destination %s (%" PRIi64 " bytes) is smaller than "
-               "source %s (%" PRIi64 " bytes)",
-               dst->spec, dst->size, src->spec, src->size);
-    return -1;
-  }
-  /* The last block of the copy would be a request shorter than a
-     server's minimum block, which such servers refuse (nbdkit's
-     blocksize-policy filter does; qemu does not even open such an
-     image).  Refusing now is better than failing at the end. */
-  const struct endpoint *sides[] = { src, dst };
-  for (unsigned i = 0; i < 2 && src->size > 0; i++) {
-    const struct endpoint *ep = sides[i];
-    if (src->size % endpoint_min_block (ep) != 0) {
-      error_set ("%s %s has a minimum block size of %" PRIu32 " bytes, but "
-                 "the copy's size, %" PRIi64 " bytes, is not a multiple of "
-                 "it: its last %" PRIi64 " bytes cannot be %s",
-                 ep->side, ep->spec, endpoint_min_block (ep), src->size,
-                 src->size % endpoint_min_block (ep),
-                 ep == src ? "read" : "written");
-      return -1;
-    }
-  }
-  return 0;
-}
-
 /* If nbdcp was started with stdin, stdout or stderr closed, the first
  * socket or file it opens would get that number and '-' would copy
- * into it.  Refuse '-' on a closed descriptor, and fill the closed ones
- * with /dev/null so that nothing else can take them.
+ * into it.  Refuse '-' or --blkhash-file=/dev/stdout (say) on a closed
+ * descriptor, and fill the closed ones with /dev/null so that nothing
+ * else can take them.
  */
 static int
 check_std_fds (const struct options *opts)
@@ -223,29 +174,18 @@ check_std_fds (const struct options *opts)
       error_set ("-: standard output is closed");
       return -1;
     }
+    if (opts->blkhash_file
+        && blkhash_file_descriptor (opts->blkhash_file) == fd) {
+      error_set ("--blkhash-file: %s: descriptor %d is not open",
+                 opts->blkhash_file, fd);
+      return -1;
+    }
     if (open ("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) {
       error_set ("cannot open /dev/null: %s", strerror (errno));
       return -1;
     }
   }
   return 0;
-}
-
-/* Copying a file onto itself would read what it has just written (or,
- * with '>>', append the file to itself).
- */
-static bool
-same_file (const struct endpoint *src, const struct endpoint *dst)
-{
-  const char *a_path = src->path, *b_path = dst->path;
-  struct stat a, b;
-
-  if (!a_path || !b_path || stat (a_path, &a) == -1 || stat (b_path, &b) == -1
-      || !(S_ISREG (a.st_mode) || S_ISBLK (a.st_mode)) || a.st_dev != b.st_dev
-      || a.st_ino != b.st_ino)
-    return false;
-  error_set ("source and destination are the same file: %s", src->spec);
-  return true;
 }
 
 /* What --resume's journal says the copy is, so that a rerun can tell
@@ -317,40 +257,6 @@ open_journal (const struct options *opts, const struct endpoint *src,
   return 0;
 }
 
-/* --blkhash-file: its temporary file (lib/atomic_file.h) is created
- * before anything is written, so that a place where it cannot be made
- * is found now, not after the whole copy; the checksum goes into it
- * and it is renamed over FILE only once the copy has succeeded.  A
- * copy that fails removes the temporary file and leaves FILE as it was
- * (or absent).  FILE, if it exists, must be a regular file.
- */
-struct blkhash_file {
-  bool open;
-  struct atomic_file f;
-};
-
-static int
-blkhash_file_open (const struct options *opts, struct blkhash_file *bf)
-{
-  if (!opts->blkhash_file)
-    return 0;
-  bf->open = true;
-  if (atomic_file_begin (&bf->f, opts->blkhash_file) == -1) {
-    error_set ("--blkhash-file: %s", bf->f.why);
-    return -1;
-  }
-  return 0;
-}
-
-/* Remove the temporary file if the checksum never went into place. */
-static void
-blkhash_file_close (struct blkhash_file *bf)
-{
-  if (bf->open)
-    atomic_file_free (&bf->f);
-  bf->open = false;
-}
-
 /* The --blkhash checksum, on stdout or into --blkhash-file (the
  * checksum alone, replacing what FILE held). */
 static int
@@ -359,14 +265,8 @@ print_blkhash (struct blkhash_file *bf, const char *hash)
   char line[2 * BLKHASH_MAX_DIGEST + 2];
   int len = snprintf (line, sizeof line, "%s\n", hash);
 
-  if (bf->open) {
-    if (atomic_file_write (&bf->f, line, len) == -1
-        || atomic_file_commit (&bf->f) == -1) {
-      error_set ("--blkhash-file: %s", bf->f.why);
-      return -1;
-    }
-    return 0;
-  }
+  if (bf->open)
+    return blkhash_file_write (bf, line, len);
   if (fputs (line, stdout) == EOF || fflush (stdout) == EOF) {
     error_set ("--blkhash: %s", strerror (errno));
     return -1;
@@ -402,7 +302,7 @@ open_endpoints (struct options *opts, const struct endpoint_settings *es,
                         es, &interrupt_signal);
   if (!*dst || interrupt_signal)
     return -1;
-  if (same_file (*src, *dst))
+  if (check_same_file (*src, *dst))
     return -1;
   /* Before a destination file is given the source's size. */
   if (opts->bitmap && bitmap_check_destination (*src, *dst) == -1)
@@ -558,7 +458,7 @@ main (int argc, char **argv)
   struct endpoint_settings endpoint_set; /* alive as long as the endpoints */
   struct blkhash *source_hash = NULL;
   struct journal journal = { 0 };
-  struct blkhash_file blkhash_file = { .open = false };
+  struct blkhash_file blkhash_file = { .open = false, .fd = -1 };
   struct progress_outs outs = { .err.fd = -1, .fd.fd = -1, .json.fd = -1 };
   bool have_journal = false;
   bool journal_made = false; /* by this run, before copying: not kept */
@@ -582,7 +482,7 @@ main (int argc, char **argv)
     goto fail;
   if (check_std_fds (&opts) == -1)
     goto fail;
-  if (blkhash_file_open (&opts, &blkhash_file) == -1)
+  if (blkhash_file_open (&blkhash_file, &opts) == -1)
     goto fail;
   if (opts.verify && verify_check_destination (&opts) == -1)
     goto fail;
@@ -598,14 +498,15 @@ main (int argc, char **argv)
     have_journal = true;
     journal_made = !journal.existed;
   }
-  if (dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1)
-    goto fail;
   describe (&opts, dst);
-  if (check_endpoints (src, dst) == -1)
-    goto fail;
-
-  if (settings_compute (&set, &opts, src, dst) == -1
+  if (check_endpoints (src, dst) == -1
+      || settings_compute (&set, &opts, src, dst) == -1
       || (set.bitmap && bitmap_scan (src, &set) == -1))
+    goto fail;
+  /* The first change to the destination (a new file is created here),
+     once everything that can refuse the copy has been checked. */
+  if ((dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1)
+      || check_destination_size (src, dst) == -1)
     goto fail;
   note_copy (&set, src);
 

@@ -256,8 +256,8 @@ mutation extents-offset-stuck copy/nbd.c \
 '
 
 mutation file-old-data-as-zero copy/file.c \
-'  if (fstat (f->fd, &st) == 0 && st.st_size == 0)' \
-'  if (fstat (f->fd, &st) == 0 && st.st_size >= 0)'
+'    .starts_zero = writable && S_ISREG (st.st_mode) && st.st_size == 0,' \
+'    .starts_zero = writable && S_ISREG (st.st_mode) && st.st_size >= 0,'
 
 mutation is-zero-head-only lib/is_zero.h \
 '  return len <= head || memcmp (buf, buf + head, len - head) == 0;' \
@@ -377,7 +377,7 @@ mutation bitmap-small-destination copy/main.c \
 # that cannot be created is found too late); and a server whose
 # connections report different sizes taken at the first one's word.
 mutation blkhash-file-opened-late copy/main.c \
-'  if (blkhash_file_open (&opts, &blkhash_file) == -1)
+'  if (blkhash_file_open (&blkhash_file, &opts) == -1)
     goto fail;
 ' \
 ''
