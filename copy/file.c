@@ -79,6 +79,25 @@ struct conn {
   int buf_index;
 };
 
+/* Open EP's file with FLAGS, telling whether it was created
+ * (ep->created): --resume's journal of an earlier run cannot describe a
+ * file that did not exist.  A file created between the two opens, or
+ * one a dangling symbolic link leads to, counts as created.
+ */
+static int
+open_file (struct endpoint *ep, int flags)
+{
+  int fd = open (ep->spec, flags & ~O_CREAT);
+
+  if (fd >= 0 || errno != ENOENT || !(flags & O_CREAT))
+    return fd;
+  ep->created = true;
+  fd = open (ep->spec, flags | O_EXCL, 0644);
+  if (fd == -1 && errno == EEXIST)
+    fd = open (ep->spec, flags, 0644);
+  return fd;
+}
+
 static int
 file_open (struct endpoint *ep, bool writable, unsigned want)
 {
@@ -97,7 +116,7 @@ file_open (struct endpoint *ep, bool writable, unsigned want)
     f->is_std = true;
   }
   else
-    f->fd = open (ep->spec, flags, 0644);
+    f->fd = open_file (ep, flags);
   if (f->fd == -1) {
     error_set ("%s: %s", ep->spec, strerror (errno));
     goto fail;

@@ -18,7 +18,7 @@
 copy="$srcdir/copy"
 # The layers above the endpoints, as headers and as object names.
 upper="lane job engine op pool window zero_run settings bitmap verify
-       journal blkhash progress stats main"
+       journal journal_identity blkhash progress stats main"
 # And what the endpoints are given instead: the command line's options.
 forbidden="$upper options"
 
