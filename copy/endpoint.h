@@ -139,6 +139,7 @@ struct endpoint {
   int std_fd;       /* '-' used as a file: the descriptor to use (0 or
                        1) rather than opening spec again; else -1 */
   int64_t size;     /* -1 if unknown (a stream source) */
+  bool created;     /* a file that did not exist before this run's open */
   /* The number of the signal that asked nbdcp to stop, or 0 (main's
      flag, given to endpoint_open).  Opening an endpoint can wait a long
      time (a server slow to start or to answer its handshake): it gives

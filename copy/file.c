@@ -148,6 +148,8 @@ open_fd (struct endpoint *ep, struct file *f, bool writable, struct stat *st)
     f->fd = open (ep->spec, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   if (f->fd == -1 && errno == ENOENT && writable && !f->is_std) {
     f->to_create = true;
+    /* --resume: a journal cannot describe a file that did not exist. */
+    ep->created = true;
     return check_new_file (ep, st);
   }
   if (f->fd == -1 || fstat (f->fd, st) == -1) {

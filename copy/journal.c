@@ -3,8 +3,14 @@
  *   nbdcp journal 1
  *   source nbd+unix:///?socket=/run/src.sock
  *   size 10737418240
- *   ...                    (the copy's identity, as main builds it)
+ *   ...                    (the copy's identity: journal_identity.c)
+ *   destination-file device 8:1 inode 1234 born 1700000000.5 size 10737418240
  *   done 0-17,19,22-23     (finished segments, in ranges)
+ *
+ * A journal whose copy identity differs is another copy's, and refused.
+ * One whose destination line differs from what this run finds (or that
+ * has none: format 1, before it was recorded) describes a destination
+ * that is not there any more: it is void, and written again empty.
  *
  * It is rewritten whole when lanes have handed in flushed segments: a
  * few hundred bytes, written to a new temporary file beside PATH (a
@@ -31,7 +37,10 @@
 #include "error.h"
 #include "journal.h"
 
-#define MAGIC "nbdcp journal 1"
+#define MAGIC "nbdcp journal 2"
+/* The format before the destination was recorded: such a journal is
+   void, since nothing says it describes this destination. */
+#define OLD_MAGIC "nbdcp journal 1"
 
 /* Parse "done A-B,C,..." into J->done. */
 static int
@@ -63,28 +72,106 @@ parse_done (struct journal *j, const char *list)
   return 0;
 }
 
-/* Compare the journal's lines with J->identity, then load "done". */
+/* A line of FP into *LINE, without its newline: its length, or -1. */
+static ssize_t
+read_line (char **line, size_t *cap, FILE *fp)
+{
+  ssize_t len = getline (line, cap, fp);
+
+  if (len > 0 && (*line)[len - 1] == '\n')
+    (*line)[--len] = '\0';
+  return len;
+}
+
+/* What differs between the destination line RECORDED and FOUND ("KIND
+ * KEY VALUE KEY VALUE ..."), into OUT: "inode 12, now 13; size 8, now
+ * 0", or both lines whole if they are not of the same kind and keys.
+ */
+static void
+describe_difference (const char *recorded, const char *found, char *out,
+                     size_t size)
+{
+  char a[512], b[512], *sa, *sb;
+  size_t n = 0;
+  unsigned field = 0;
+
+  snprintf (a, sizeof a, "%s", recorded);
+  snprintf (b, sizeof b, "%s", found);
+  char *ta = strtok_r (a, " ", &sa), *tb = strtok_r (b, " ", &sb);
+  char *key = NULL;
+  for (; ta && tb; field++) {
+    bool is_value = field > 0 && field % 2 == 0;
+    if (!is_value && strcmp (ta, tb) != 0)
+      break; /* another kind, or other keys */
+    if (!is_value)
+      key = ta;
+    else if (strcmp (ta, tb) != 0 && n < size)
+      n += snprintf (out + n, size - n, "%s%s %s, now %s", n ? "; " : "", key,
+                     ta, tb);
+    ta = strtok_r (NULL, " ", &sa);
+    tb = strtok_r (NULL, " ", &sb);
+  }
+  if (ta || tb || n == 0)
+    snprintf (out, size, "it records '%s', the destination is now '%s'",
+              recorded, found);
+}
+
+/* J is void: say why (j->voided), and load nothing. */
 static int
-load (struct journal *j, FILE *fp)
+void_journal (struct journal *j, const char *why)
+{
+  j->voided = strdup (why);
+  if (!j->voided) {
+    error_set ("out of memory");
+    return -1;
+  }
+  return 1;
+}
+
+/* Check that the destination line that comes next in FP is DEST's. */
+static int
+check_destination (struct journal *j, FILE *fp, char **line, size_t *cap,
+                   const struct journal_destination *dest)
+{
+  char why[1024];
+  ssize_t len;
+
+  if (dest->created) {
+    snprintf (why, sizeof why, "%s did not exist before this run",
+              dest->created);
+    return void_journal (j, why);
+  }
+  len = read_line (line, cap, fp);
+  if (len >= 0 && strcmp (*line, dest->found) == 0)
+    return 0;
+  describe_difference (len < 0 ? "(nothing)" : *line, dest->found, why,
+                       sizeof why);
+  return void_journal (j, why);
+}
+
+/* Compare the journal's lines with J->identity and DEST, then load
+ * "done".  Returns 0 when loaded, 1 when void (j->voided says why),
+ * -1 after error_set().
+ */
+static int
+load (struct journal *j, FILE *fp, const struct journal_destination *dest)
 {
   char *line = NULL, *want = j->identity;
   size_t cap = 0;
   ssize_t len;
+  bool old;
   int r = -1;
 
-  len = getline (&line, &cap, fp);
-  if (len > 0 && line[len - 1] == '\n')
-    line[--len] = '\0';
-  if (len <= 0 || strcmp (line, MAGIC) != 0) {
+  len = read_line (&line, &cap, fp);
+  old = len > 0 && strcmp (line, OLD_MAGIC) == 0;
+  if (!old && (len <= 0 || strcmp (line, MAGIC) != 0)) {
     error_set ("--resume: %s is not an nbdcp journal", j->path);
     goto out;
   }
   while (*want) {
     size_t n = strcspn (want, "\n");
 
-    len = getline (&line, &cap, fp);
-    if (len > 0 && line[len - 1] == '\n')
-      line[--len] = '\0';
+    len = read_line (&line, &cap, fp);
     if (len < 0 || (size_t) len != n || strncmp (line, want, n) != 0) {
       error_set ("--resume: %s is the journal of another copy: it says "
                  "'%s' where this copy has '%.*s'; remove it to start "
@@ -94,16 +181,20 @@ load (struct journal *j, FILE *fp)
     }
     want += n + (want[n] == '\n');
   }
-  len = getline (&line, &cap, fp);
-  if (len > 0 && line[len - 1] == '\n')
-    line[--len] = '\0';
+  if (old)
+    r = void_journal (j, "it was written by an older nbdcp, which did not "
+                         "record the destination");
+  else
+    r = check_destination (j, fp, &line, &cap, dest);
+  if (r != 0)
+    goto out;
+  len = read_line (&line, &cap, fp);
   if (len < 5 || strncmp (line, "done ", 5) != 0
       || parse_done (j, line + 5) == -1) {
     error_set ("--resume: %s: its list of finished segments is damaged",
                j->path);
-    goto out;
+    r = -1;
   }
-  r = 0;
 out:
   free (line);
   return r;
@@ -115,7 +206,7 @@ print_journal (struct journal *j, FILE *fp)
 {
   bool first = true;
 
-  fprintf (fp, "%s\n%s\ndone ", MAGIC, j->identity);
+  fprintf (fp, "%s\n%s\n%s\ndone ", MAGIC, j->identity, j->destination);
   for (uint64_t i = 0; i < j->nsegments; i++) {
     uint64_t k = i;
     if (!journal_is_done (j, i))
@@ -203,15 +294,31 @@ open_existing (struct journal *j)
 }
 
 int
+journal_set_destination (struct journal *j, const char *leaves)
+{
+  char *line = strdup (leaves);
+
+  if (!line) {
+    error_set ("out of memory");
+    return -1;
+  }
+  free (j->destination);
+  j->destination = line;
+  return 0;
+}
+
+int
 journal_open (struct journal *j, const char *path, const char *identity,
-              uint64_t nsegments)
+              const struct journal_destination *dest, uint64_t nsegments)
 {
   FILE *fp;
+  int r;
 
   *j = (struct journal){ .path = path, .nsegments = nsegments };
   j->identity = strdup (identity);
+  j->destination = strdup (dest->leaves);
   j->done = calloc (nsegments ? nsegments : 1, sizeof *j->done);
-  if (!j->identity || !j->done) {
+  if (!j->identity || !j->destination || !j->done) {
     error_set ("out of memory");
     return -1;
   }
@@ -220,12 +327,13 @@ journal_open (struct journal *j, const char *path, const char *identity,
     return -1;
   if (!fp)
     return save (j);
-  j->existed = true;
-  if (load (j, fp) == -1) {
-    fclose (fp);
-    return -1;
-  }
+  r = load (j, fp, dest);
   fclose (fp);
+  if (r == -1)
+    return -1;
+  if (r == 1)
+    return save (j); /* void: nothing of it is used, and it says so now */
+  j->existed = true;
   return 0;
 }
 
@@ -264,6 +372,8 @@ journal_close (struct journal *j, bool copy_complete)
     r = -1;
   }
   free (j->identity);
+  free (j->destination);
+  free (j->voided);
   free (j->done);
   return r;
 }

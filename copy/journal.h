@@ -23,7 +23,11 @@
  */
 struct journal {
   const char *path;
-  char *identity; /* lines that must match for a rerun to use it */
+  char *identity;    /* lines that must match for a rerun to use it */
+  char *destination; /* the destination's line, as this run leaves it */
+  /* Why an earlier run's journal was void (it describes another
+     destination, or is of an older format), or NULL. */
+  char *voided;
   uint64_t nsegments;
   /* One per segment: 1 once finished and flushed, by an earlier run or
      by this one.  Written with relaxed stores (a lane's handed-in
@@ -31,22 +35,43 @@ struct journal {
      are never ones this run has flushed, so a lane's read of its
      segment's entry never races with that entry changing. */
   atomic_uchar *done;
-  uint64_t ndone;              /* done by an earlier run (at open) */
-  bool existed;                /* an earlier run's journal was found */
+  uint64_t ndone; /* done by an earlier run (at open) */
+  bool existed;   /* an earlier run's journal was found and holds */
   atomic_uint_fast64_t handed; /* segments handed in by lanes so far */
   uint64_t saved;              /* main thread: `handed` when last written */
   bool broken;                 /* main thread: a write failed */
 };
 
+/* What the journal says of the destination (journal_identity.h): the
+ * line a rerun must find (FOUND: what this run found, before writing
+ * anything), the line to record (LEAVES: as this run leaves it), and
+ * CREATED, the destination that this run created, or NULL.
+ */
+struct journal_destination {
+  const char *found;
+  const char *leaves;
+  const char *created;
+};
+
 /* Open the journal at PATH for a copy of NSEGMENTS segments described
- * by IDENTITY (newline-separated lines: what the copy is).  If PATH
- * exists, its identity must be IDENTITY, and its finished segments are
- * loaded; if not, it is created (empty), so that a rerun after any
- * interruption knows that an earlier run may have written.  Returns -1
- * after error_set(), before anything is written to the destination.
+ * by IDENTITY (newline-separated lines: what the copy is) onto DEST.
+ * If PATH exists, its identity must be IDENTITY, and unless it is void
+ * its finished segments are loaded.  It is void (j->voided says why, and
+ * it is written again, empty) if DEST was created by this run, if the
+ * destination line it records is not DEST's FOUND, or if it is of the
+ * older format that recorded no destination.  If PATH does not exist,
+ * it is created (empty), so that a rerun after any interruption knows
+ * that an earlier run may have written.  Returns -1 after error_set(),
+ * before anything is written to the destination.
  */
 int journal_open (struct journal *j, const char *path, const char *identity,
-                  uint64_t nsegments);
+                  const struct journal_destination *dest, uint64_t nsegments);
+
+/* The destination is now as this run leaves it (a file created after
+ * journal_open): record LEAVES, its line, from the next write on.
+ * Returns -1 after error_set().
+ */
+int journal_set_destination (struct journal *j, const char *leaves);
 
 /* Whether SEGMENT was finished by an earlier run (read by the lane that
  * takes the segment, before it copies anything of it).

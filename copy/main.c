@@ -29,6 +29,7 @@
 #include "error.h"
 #include "human_size.h"
 #include "journal.h"
+#include "journal_identity.h"
 #include "job.h"
 #include "minmax.h"
 #include "options.h"
@@ -188,43 +189,6 @@ check_std_fds (const struct options *opts)
   return 0;
 }
 
-/* What --resume's journal says the copy is, so that a rerun can tell
- * that it is the same copy: the endpoints as given, a local source
- * file's device, inode and modification time (a different file under
- * the same name, or one changed since, does not match), and the size.  The
- * source itself is not read: resuming assumes it has not changed (a snapshot,
- * or a read-only export).
- */
-static void
-journal_identity (const struct endpoint *src, const struct endpoint *dst,
-                  char *out, size_t size)
-{
-  struct stat st;
-  size_t n = 0;
-  const struct endpoint *sides[] = { src, dst };
-
-  for (unsigned i = 0; i < 2; i++) {
-    const struct endpoint *ep = sides[i];
-    n += snprintf (out + n, size - n, "%s", ep->side);
-    if (ep->command)
-      for (char **a = ep->command; *a && n < size; a++)
-        n += snprintf (out + n, size - n, " %s", *a);
-    else if (n < size)
-      n += snprintf (out + n, size - n, " %s", ep->spec);
-    if (n < size)
-      n += snprintf (out + n, size - n, "\n");
-  }
-  if (src->path && stat (src->path, &st) == 0 && n < size)
-    n += snprintf (out + n, size - n,
-                   "source-file device %llu inode %llu mtime %lld.%09ld\n",
-                   (unsigned long long) st.st_dev,
-                   (unsigned long long) st.st_ino,
-                   (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-  if (n < size)
-    snprintf (out + n, size - n, "size %" PRIi64 "\nsegment-size %" PRIu64,
-              src->size, SEGMENT_SIZE);
-}
-
 /* --resume: open (or create) the journal, before anything is written
  * (a destination file's size included).
  */
@@ -232,7 +196,7 @@ static int
 open_journal (const struct options *opts, const struct endpoint *src,
               const struct endpoint *dst, struct journal *j)
 {
-  char identity[8192];
+  char identity[8192], found[JOURNAL_LINE_MAX], leaves[JOURNAL_LINE_MAX];
   uint64_t nsegments;
 
   if (src->size < 0 || src->caps.stream || dst->caps.stream) {
@@ -240,21 +204,42 @@ open_journal (const struct options *opts, const struct endpoint *src,
     return -1;
   }
   nsegments = segment_count (src->size);
-  journal_identity (src, dst, identity, sizeof identity);
-  /* An incremental copy is another copy than a full one. */
-  if (opts->bitmap)
-    snprintf (identity + strlen (identity), sizeof identity - strlen (identity),
-              "\nbitmap %s", opts->bitmap);
-  if (journal_open (j, opts->resume, identity, nsegments) == -1) {
+  journal_copy_identity (src, dst, opts->bitmap, identity, sizeof identity);
+  journal_destination_identity (src, dst, found, leaves);
+  struct journal_destination dest = {
+    .found = found,
+    .leaves = leaves,
+    .created = dst->created ? dst->spec : NULL,
+  };
+  if (journal_open (j, opts->resume, identity, &dest, nsegments) == -1) {
     journal_close (j, false);
     return -1;
   }
+  /* Not an error: the copy starts afresh, and the user should know. */
+  if (j->voided)
+    fprintf (stderr,
+             "nbdcp: --resume: journal %s does not match the destination: "
+             "%s; copying everything\n",
+             j->path, j->voided);
   if (j->existed)
     note (opts->verbose,
           "--resume: %" PRIu64 " of %" PRIu64
           " segments were finished by an earlier run",
           j->ndone, nsegments);
   return 0;
+}
+
+/* --resume: DST was created after the journal was opened, when it had
+ * no inode to record yet: record the file as this run leaves it.
+ */
+static int
+journal_record_created (const struct endpoint *src, const struct endpoint *dst,
+                        struct journal *j)
+{
+  char found[JOURNAL_LINE_MAX], leaves[JOURNAL_LINE_MAX];
+
+  journal_destination_identity (src, dst, found, leaves);
+  return journal_set_destination (j, leaves);
 }
 
 /* The --blkhash checksum, on stdout or into --blkhash-file (the
@@ -508,11 +493,18 @@ main (int argc, char **argv)
   if ((dst->ops->set_size && dst->ops->set_size (dst, src->size) == -1)
       || check_destination_size (src, dst) == -1)
     goto fail;
+  /* The journal records the file as it is now it exists: a rerun finds
+     it so. */
+  if (have_journal && dst->created
+      && journal_record_created (src, dst, &journal) == -1)
+    goto fail;
   note_copy (&set, src);
 
-  /* A journal from an earlier run means the destination may hold that
-     run's writes anywhere: it no longer reads as zero. */
-  if (have_journal && journal.existed && set.destination_is_zero) {
+  /* A journal from an earlier run (even a void one, unless this run
+     created the destination) means the destination may hold that run's
+     writes anywhere: it no longer reads as zero. */
+  if (have_journal && (journal.existed || (journal.voided && !dst->created))
+      && set.destination_is_zero) {
     note (opts.verbose, "--resume: the destination is no longer assumed to "
                         "read as zero (an earlier run wrote to it)");
     set.destination_is_zero = false;

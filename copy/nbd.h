@@ -1,7 +1,8 @@
-/* The NBD endpoint's own header, shared by its three files and by no
- * one else: nbd_connect.c opens, reconnects and closes connections;
+/* The NBD endpoint's own header, shared by its files and by no one
+ * else: nbd_connect.c opens, reconnects and closes connections;
  * nbd_handshake.c runs their handshakes (and --bitmap's negotiation);
- * nbd.c is the endpoint's I/O, driven by the worker's io_uring.
+ * nbd_failure.c tells which failures to connect are final; nbd.c is the
+ * endpoint's I/O, driven by the worker's io_uring.
  */
 #ifndef NBDCP_NBD_H
 #define NBDCP_NBD_H
@@ -51,23 +52,35 @@ struct nbd_endpoint {
   const char *bitmap; /* --bitmap, on the source side, else NULL */
 };
 
+/* nbd_failure.c.  Whether a connection that failed with ERR (libnbd's
+ * errno, 0 if none) and MSG (its message) would fail the same way if
+ * tried again: the server answered (no such export, TLS required or
+ * refused, not NBD), or this side cannot go on (a TLS key file missing).
+ * A connection refused, reset or cut, a server shutting down, a broken
+ * TLS handshake are not final.
+ */
+bool nbd_failure_is_final (int err, const char *msg);
+
 /* nbd_handshake.c.  Runs the handshakes of H[0..N), begun at START
  * (now_ms), until each is ready or has failed, or its time is up, or
  * EP->interrupted is set.  Entries that did not become ready are closed
  * and set to NULL; the ready ones are moved to the front.  Returns the
  * number that are ready; with none, error_set() says why the first one
- * failed.
+ * failed, and FINAL (if not NULL) whether that failure is final
+ * (nbd_failure_is_final; a time-out is not).
  */
 unsigned nbd_handshake_all (struct nbd_handle **h, unsigned n,
                             const struct endpoint *ep, bool verbose,
-                            int64_t timeout_ms, int64_t start);
+                            int64_t timeout_ms, int64_t start, bool *final);
 
 /* nbd_handshake.c.  --bitmap: take H (connecting in option mode)
  * through the handshake and fail unless the server agreed to BITMAP's
- * meta context, saying which contexts it offers.
+ * meta context, saying which contexts it offers.  On failure FINAL says
+ * whether it is final: the server answered (no such bitmap, no such
+ * export), as nbd_failure_is_final says.
  */
 int nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
-                          const char *bitmap);
+                          const char *bitmap, bool *final);
 
 /* nbd.c.  A poll on a connection's socket completed (the handler of
  * struct socket_poll's event).

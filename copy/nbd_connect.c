@@ -186,10 +186,13 @@ print_debug (void *user_data, const char *context, const char *msg)
  * subprocess with systemd socket activation.  With --bitmap it asks
  * for the bitmap's meta context too, and OPT_MODE stops it in the
  * negotiation, so that the contexts the server offers can be listed if
- * the bitmap is not among them (see nbd_negotiate_bitmap).
+ * the bitmap is not among them (see nbd_negotiate_bitmap).  On failure
+ * FINAL (if not NULL) says whether trying again could not help (a URI
+ * libnbd cannot use; not a refused connection).
  */
 static struct nbd_handle *
-handle_create (const struct endpoint *ep, const char *bitmap, bool opt_mode)
+handle_create (const struct endpoint *ep, const char *bitmap, bool opt_mode,
+               bool *final)
 {
   bool verbose = ep->settings->verbose;
   struct nbd_handle *h = nbd_create ();
@@ -226,6 +229,8 @@ handle_create (const struct endpoint *ep, const char *bitmap, bool opt_mode)
               ? nbd_aio_connect_systemd_socket_activation (h, ep->command)
               : nbd_aio_connect_uri (h, ep->spec))
              == -1) {
+    if (final)
+      *final = nbd_failure_is_final (nbd_get_errno (), nbd_get_error ());
     error_set ("%s", nbd_get_error ());
     nbd_close (h);
     return NULL;
@@ -314,18 +319,20 @@ read_caps (struct endpoint *ep, struct nbd_handle *h)
 }
 
 /* Starts the handshakes of connections H[FROM..TO).  Returns how many
- * started; WHY says why the first of them failed, or with -v the last.
+ * started; WHY says why the first of them failed, or with -v the last,
+ * and FINAL whether the first one's failure was final.
  */
 static unsigned
 start_handshakes (struct nbd_handle **h, unsigned from, unsigned to,
                   const struct endpoint *ep, const char *bitmap, char *why,
-                  size_t why_size)
+                  size_t why_size, bool *final)
 {
   bool verbose = ep->settings->verbose;
   unsigned n = 0;
 
   for (unsigned i = from; i < to; i++) {
-    h[i] = handle_create (ep, bitmap, bitmap && i == 0);
+    h[i] = handle_create (ep, bitmap, bitmap && i == 0,
+                          i == from ? final : NULL);
     if (!h[i]) {
       if (verbose || n + from == i)
         snprintf (why, why_size, "%s", error_get ());
@@ -352,6 +359,7 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
   unsigned ready;
   int64_t start = now_ms ();
   char why[512] = "";
+  bool final = false;
   /* A source's size is not known before a handshake, and a disk with
      fewer segments than -C has no use for the other connections, which
      cost both sides a thread and a handshake each (which shows on a
@@ -362,22 +370,25 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
   unsigned first = writable ? want : 1;
 
   /* A connection that fails at once (qemu-nbd's listen queue can be
-     full when it takes one client) is only fatal if none works. */
+     full when it takes one client) is only fatal if none works.  A
+     server that answered (no such export, no such bitmap, TLS required)
+     would answer the same again; a connection that was refused or broke
+     may be made next time (nbd_failure.c). */
   *retryable = true;
-  if (start_handshakes (h, 0, first, ep, bitmap, why, sizeof why) == 0) {
+  if (start_handshakes (h, 0, first, ep, bitmap, why, sizeof why, &final)
+      == 0) {
     error_set ("%s: %s", ep->spec, why);
+    *retryable = !final;
     return 0;
   }
   /* --bitmap: the first connection's handshake makes sure of the
      bitmap, and lists what the server has if it is not there, before
      the others start theirs. */
-  if (bitmap && (!h[0] || nbd_negotiate_bitmap (h[0], ep, bitmap) == -1)) {
+  if (bitmap
+      && (!h[0] || nbd_negotiate_bitmap (h[0], ep, bitmap, &final) == -1)) {
     if (!h[0])
       error_set ("%s: %s", ep->spec, why);
-    /* A server that answered (no such bitmap, no such export) would
-       answer the same again; a connection that broke may not. */
-    else if (nbd_aio_is_negotiating (h[0]) == 1 || nbd_aio_is_ready (h[0]) == 1)
-      *retryable = false;
+    *retryable = !final;
     for (unsigned i = 0; i < first; i++)
       if (h[i]) {
         nbd_close (h[i]);
@@ -385,8 +396,10 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
       }
     return 0;
   }
-  ready
-      = nbd_handshake_all (h, first, ep, set->verbose, set->timeout_ms, start);
+  ready = nbd_handshake_all (h, first, ep, set->verbose, set->timeout_ms, start,
+                             &final);
+  if (ready == 0)
+    *retryable = !final;
   if (ready > 0 && first < want) {
     int64_t size = nbd_get_size (h[0]);
     uint64_t useful = size > 0 ? segment_count (size) : 1;
@@ -401,9 +414,9 @@ connect_all (struct nbd_handle **h, struct endpoint *ep, bool writable,
       want = useful;
     }
     /* Extras that cannot start are not fatal: the first one works. */
-    start_handshakes (h, first, want, ep, bitmap, why, sizeof why);
-    ready
-        = nbd_handshake_all (h, want, ep, set->verbose, set->timeout_ms, start);
+    start_handshakes (h, first, want, ep, bitmap, why, sizeof why, NULL);
+    ready = nbd_handshake_all (h, want, ep, set->verbose, set->timeout_ms,
+                               start, NULL);
   }
   return ready;
 }
@@ -520,7 +533,8 @@ wait_to_retry (const struct endpoint *ep, unsigned attempt)
 /* With --retry, first connections that are refused or broken in their
  * handshake (a server being restarted) are tried again with the back-off
  * of later reconnections; a [ CMD ] subprocess, a server's answer (no
- * such export or bitmap) and a signal are not.
+ * such export or bitmap, TLS required or refused: nbd_failure.c) and a
+ * signal are not.
  */
 int
 nbd_ep_open (struct endpoint *ep, bool writable, unsigned want)
@@ -571,10 +585,11 @@ nbd_ep_reconnect (struct endpoint *ep, struct conn *c)
     nbd_ep_abort (c); /* they complete as soon as the socket is shut */
     return 1;
   }
-  h = handle_create (ep, ne->bitmap, false);
+  h = handle_create (ep, ne->bitmap, false, NULL);
   if (!h)
     return -1;
-  if (nbd_handshake_all (&h, 1, ep, set->verbose, set->timeout_ms, now_ms ())
+  if (nbd_handshake_all (&h, 1, ep, set->verbose, set->timeout_ms, now_ms (),
+                         NULL)
       == 0)
     return -1;
   if (nbd_get_size (h) != ep->size) {

@@ -69,6 +69,15 @@ awaiting_greeting (struct nbd_handle *h)
              || strncmp (state, "MAGIC.", 6) == 0);
 }
 
+/* A libnbd call has just failed: whether that is final, from what
+ * libnbd left (read before another libnbd call can replace it).
+ */
+static bool
+failed_finally (void)
+{
+  return nbd_failure_is_final (nbd_get_errno (), nbd_get_error ());
+}
+
 /* The handshakes that nbd_handshake_all runs, between its steps. */
 struct handshake {
   struct nbd_handle **h;
@@ -86,6 +95,7 @@ struct handshake {
   unsigned *index;
   unsigned nfds, nready, ngreeting;
   char first_error[256];
+  bool first_final; /* first_error is final (nbd_failure_is_final) */
 };
 
 static void
@@ -183,8 +193,10 @@ handshake_notify (struct handshake *hs, unsigned k)
   else if ((dir & LIBNBD_AIO_DIRECTION_READ)
            && (re & (POLLIN | POLLHUP | POLLERR)))
     r = nbd_aio_notify_read (h);
-  if (r == -1 && !hs->first_error[0])
+  if (r == -1 && !hs->first_error[0]) {
+    hs->first_final = failed_finally ();
     snprintf (hs->first_error, sizeof hs->first_error, "%s", nbd_get_error ());
+  }
 }
 
 /* One round: look at every connection, then poll those still in their
@@ -226,7 +238,7 @@ handshake_round (struct handshake *hs)
  * close the others, and say why there are none if so.
  */
 static unsigned
-handshake_finish (struct handshake *hs)
+handshake_finish (struct handshake *hs, bool *final)
 {
   unsigned ready = 0;
 
@@ -253,16 +265,19 @@ handshake_finish (struct handshake *hs)
     ready = 0;
     error_set ("%s: interrupted during the handshake", hs->spec);
   }
-  else if (ready == 0)
+  else if (ready == 0) {
     error_set ("%s: cannot connect: %s", hs->spec,
                hs->first_error[0] ? hs->first_error
                                   : "timed out during handshake");
+    if (final)
+      *final = hs->first_error[0] && hs->first_final;
+  }
   return ready;
 }
 
 unsigned
 nbd_handshake_all (struct nbd_handle **h, unsigned n, const struct endpoint *ep,
-                   bool verbose, int64_t timeout_ms, int64_t start)
+                   bool verbose, int64_t timeout_ms, int64_t start, bool *final)
 {
   struct handshake hs = {
     .h = h,
@@ -286,18 +301,20 @@ nbd_handshake_all (struct nbd_handle **h, unsigned n, const struct endpoint *ep,
   }
   while (handshake_round (&hs))
     ;
-  ready = handshake_finish (&hs);
+  ready = handshake_finish (&hs, final);
   free (hs.fds);
   free (hs.index);
   return ready;
 }
 
 /* Run H until DONE (H, ARG), as nbd_handshake_all does for many:
- * failing when H dies, at DEADLINE, or when *INTERRUPTED is set.
+ * failing when H dies (*FINAL says whether for good), at DEADLINE, or
+ * when *INTERRUPTED is set.
  */
 static int
 drive (struct nbd_handle *h, bool (*done) (struct nbd_handle *, void *),
-       void *arg, int64_t deadline, const volatile sig_atomic_t *interrupted)
+       void *arg, int64_t deadline, const volatile sig_atomic_t *interrupted,
+       bool *final)
 {
   while (!done (h, arg)) {
     unsigned dir = nbd_aio_get_direction (h);
@@ -332,6 +349,7 @@ drive (struct nbd_handle *h, bool (*done) (struct nbd_handle *, void *),
              && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
       r = nbd_aio_notify_read (h);
     if (r == -1) {
+      *final = failed_finally ();
       error_set ("%s", nbd_get_error ());
       return -1;
     }
@@ -392,7 +410,7 @@ got_context (void *user_data, const char *name)
  */
 int
 nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
-                      const char *bitmap)
+                      const char *bitmap, bool *final)
 {
   int64_t timeout_ms = ep->settings->timeout_ms;
   int64_t deadline
@@ -404,8 +422,10 @@ nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
   int listed = -1, went = -1;
   bool negotiated = false;
 
+  *final = false;
   bitmap_context (bitmap, context, sizeof context);
-  if (drive (h, negotiating_or_ready, NULL, deadline, ep->interrupted) == -1)
+  if (drive (h, negotiating_or_ready, NULL, deadline, ep->interrupted, final)
+      == -1)
     goto fail;
   /* Servers without the newstyle negotiation are ready at once. */
   if (nbd_aio_is_negotiating (h) == 1) {
@@ -417,22 +437,32 @@ nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
                (nbd_completion_callback){ .callback = option_done,
                                           .user_data = &listed })
                == -1
-        || drive (h, option_finished, &listed, deadline, ep->interrupted) == -1
+        || drive (h, option_finished, &listed, deadline, ep->interrupted, final)
+               == -1
         || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
         || nbd_add_meta_context (h, context) == -1
         || nbd_aio_opt_go (h,
                            (nbd_completion_callback){ .callback = option_done,
                                                       .user_data = &went })
                == -1
-        || drive (h, option_finished, &went, deadline, ep->interrupted) == -1)
+        || drive (h, option_finished, &went, deadline, ep->interrupted, final)
+               == -1)
       goto fail;
     if (went != 0 || nbd_aio_is_ready (h) != 1) {
-      error_set ("%s", went > 0 ? strerror (went) : nbd_get_error ());
+      /* The server refused NBD_OPT_GO (no such export, TLS required:
+         final; shutting down: not), or the connection ended. */
+      *final = nbd_failure_is_final (went, nbd_get_error ());
+      /* libnbd's message names the export ("server has no export named
+         'x'"); the errno alone would not. */
+      error_set ("%s", nbd_get_error () ? nbd_get_error ()
+                       : went > 0       ? strerror (went)
+                                        : "NBD_OPT_GO failed");
       goto fail;
     }
   }
   if (nbd_can_meta_context (h, context) == 1)
     return 0;
+  *final = true; /* the server's answer: no such bitmap */
   if (!negotiated || listed != 0)
     error_set ("%s: no dirty bitmap '%s': the server did not agree to the "
                "meta context %s, and does not list the ones it has",

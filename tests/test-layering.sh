@@ -18,7 +18,8 @@
 copy="$srcdir/copy"
 # The layers above the endpoints, as headers and as object names.
 upper="lane job engine op pool window zero_run settings bitmap verify
-       journal blkhash blkhash_file progress progress_out stats refuse main"
+       journal journal_identity blkhash blkhash_file progress progress_out stats
+       refuse main"
 # And what the endpoints are given instead: the command line's options.
 forbidden="$upper options"
 

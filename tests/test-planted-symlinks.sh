@@ -66,7 +66,7 @@ run_nbdcp -C 1 --resume="$j" --checkpoint=128M "$src" "$dst" 2>"$tmp/err" ||
 victim_untouched "a --resume copy that failed"
 [ $r -eq 1 ] || { cat "$tmp/err" >&2; fail "the broken copy: exit $r, not 1"; }
 [ -f "$j" ] && [ ! -L "$j" ] || fail "the failed copy left no journal"
-head -1 "$j" | grep -qx "nbdcp journal 1" || fail "the journal's first line"
+head -1 "$j" | grep -qx "nbdcp journal 2" || fail "the journal's first line"
 only_links "$tmp/jdir" copy.journal
 restart_broken_nbdkit dst file "$tmp/dst.img"
 

@@ -81,7 +81,7 @@ wait $reader || :
 grep -Eq "^nbdcp: --resume: journal $j: fdatasync of $j\.[A-Za-z0-9]{6} failed: Input/output error$" \
   "$tmp/err" || { cat "$tmp/err" >&2; fail "the failure's message"; }
 # What the main thread tried to write: the journal, listing segments.
-head -1 "$tmp/fifo.out" | grep -qx "nbdcp journal 1" ||
+head -1 "$tmp/fifo.out" | grep -qx "nbdcp journal 2" ||
   fail "the journal's write did not reach the FIFO"
 grep -Eq '^done [0-9]' "$tmp/fifo.out" ||
   fail "the journal written lists no segment"

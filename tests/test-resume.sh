@@ -54,7 +54,7 @@ done1=$(segments_done)
 echo "interrupted with $done1 segments done"
 [ "$done1" -ge 5 ] && [ "$done1" -lt 8 ] ||
   fail "interrupted run: $done1 segments done (expected 5 to 7)"
-head -1 "$j" | grep -qx "nbdcp journal 1" || fail "journal: bad first line"
+head -1 "$j" | grep -qx "nbdcp journal 2" || fail "journal: bad first line"
 cp "$j" "$tmp/saved.journal"
 # nbdkit 1.32 may abort when a client drops while a request waits in the
 # rate filter: serve the source afresh, on the same socket.
@@ -107,7 +107,7 @@ fi
 cmp -s "$j" "$tmp/saved.journal" || fail "a refused journal was changed"
 
 # A damaged journal is refused too.
-printf 'nbdcp journal 1\nsomething else\n' >"$tmp/bad.journal"
+printf 'nbdcp journal 2\nsomething else\n' >"$tmp/bad.journal"
 expect_fail "is the journal of another copy" \
   "$NBDCP" --resume="$tmp/bad.journal" "$src" "$dst"
 
