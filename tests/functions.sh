@@ -14,6 +14,26 @@ set -o pipefail
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nbdcp-test.XXXXXX")
 _pids=()
+# The servers the helpers started: the name of each pid, the last pid
+# of each name, and the names of those that died of SIGABRT.
+declare -A _server_name=() _server_pid=() _server_aborted=()
+
+_track_server ()
+{
+  _server_name[$1]=$2
+  _server_pid[$2]=$1
+}
+
+# _reap PID: wait for server PID, a child that was sent SIGTERM, and
+# note it if it had died of SIGABRT (exit status 134).
+_reap ()
+{
+  local r=0
+  wait "$1" 2>/dev/null || r=$?
+  if [ "$r" -eq 134 ] && [ -n "${_server_name[$1]:-}" ]; then
+    _server_aborted[${_server_name[$1]}]=1
+  fi
+}
 
 # Stop every server started so far (qemu-nbd may already have exited
 # when its last client left), so that image files are closed.
@@ -24,14 +44,33 @@ stop_servers ()
     kill "$pid" 2>/dev/null || :
   done
   for pid in "${_pids[@]}"; do
-    wait "$pid" 2>/dev/null || :
+    _reap "$pid"
   done
   _pids=()
+}
+
+# _report_aborted_servers: a note on stderr for each server that
+# aborted (an assertion's message in its $tmp/NAME.err, or SIGABRT),
+# so that the log of a test that failed because a step used such a
+# server again ("Connection refused") says why; see restart_nbdkit.
+# Only a note: a server that aborted when no later step needed it
+# harmed nothing.
+_report_aborted_servers ()
+{
+  local name line
+  for name in "${!_server_pid[@]}"; do
+    line=$(grep -m 1 "Assertion \`.*' failed" "$tmp/$name.err" 2>/dev/null) ||
+      line=
+    [ -n "$line" ] || [ -n "${_server_aborted[$name]:-}" ] || continue
+    echo "note: server $name aborted (${line:-SIGABRT}); any later use" \
+      "of it found nothing listening (see restart_nbdkit)" >&2
+  done
 }
 
 _cleanup ()
 {
   stop_servers
+  _report_aborted_servers
   rm -rf "$tmp"
 }
 trap _cleanup EXIT
@@ -196,6 +235,7 @@ start_nbdkit ()
   "$NBDKIT" -f --exit-with-parent -U "$tmp/$name.sock" \
     -P "$tmp/$name.pid" "$@" 2>>"$tmp/$name.err" &
   _pids+=($!)
+  _track_server $! "$name"
   # nbdkit writes its pid file after listen(2): the socket file alone
   # appears at bind(2), when a connection would still be refused.
   wait_until 60 _nbdkit_listening $! "$tmp/$name" ||
@@ -214,6 +254,31 @@ _nbdkit_listening ()
   return 1
 }
 
+# restart_nbdkit NAME ARGS...: end the server started as NAME (if it
+# still runs) and start nbdkit ARGS afresh on the same socket
+# $tmp/NAME.sock, so that its URI (which a --resume journal names)
+# stays.  nbdkit 1.32 aborts (SIGABRT: "raw_send_socket: Assertion
+# `sock >= 0' failed") when a client goes away while it answers several
+# of its requests on one connection, which nbdcp does when it is
+# interrupted, killed, times out or fails with requests in flight: a
+# case after such a copy must not use its nbdkit servers again.  Start
+# them afresh with this, or serve the disk with qemu-nbd (-t, and -e N
+# for N connections), which outlives such clients; within one copy
+# (--retry reconnecting to a server it cut off), nbdkit's noparallel
+# filter makes it answer one request at a time, and it survives too.
+restart_nbdkit ()
+{
+  local name=$1 pid=${_server_pid[$1]:-}
+  shift
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || :
+    _reap "$pid"
+    wait_for_exit "$pid"
+  fi
+  rm -f "$tmp/$name.sock"
+  start_nbdkit "$name" "$@"
+}
+
 # nbdkit_on_port NAME PORT ARGS...: nbdkit on 127.0.0.1:PORT, killed
 # when the test ends, its stderr in $tmp/NAME.err.  Returns once it
 # listens (it writes its pidfile then), or 1 if it exited (the port is
@@ -226,6 +291,7 @@ nbdkit_on_port ()
   "$NBDKIT" -f --exit-with-parent -i 127.0.0.1 -p "$port" \
     -P "$tmp/$name.pid" "$@" 2>>"$tmp/$name.err" &
   _pids+=($!)
+  _track_server $! "$name"
   for j in $(seq 1 600); do
     [ -s "$tmp/$name.pid" ] && return 0
     kill -0 "${_pids[-1]}" 2>/dev/null || return 1
@@ -266,6 +332,7 @@ start_fault_proxy ()
     --upstream "$upstream" --log "$tmp/$name.log" "$@" \
     2>>"$tmp/$name.err" &
   _pids+=($!)
+  _track_server $! "$name"
   wait_for_line "$tmp/$name.log" '^listening on ' 30 ||
     { cat "$tmp/$name.err" >&2; fail "fault proxy $name did not start"; }
 }
@@ -289,6 +356,7 @@ start_qemu_nbd ()
   shift
   "$QEMU_NBD" -k "$tmp/$name.sock" "$@" 2>>"$tmp/$name.err" &
   _pids+=($!)
+  _track_server $! "$name"
   wait_for_socket "$tmp/$name.sock"
 }
 
@@ -304,6 +372,7 @@ start_bad_server ()
   "$PYTHON" "${srcdir:-.}/tests/bad-nbd-server.py" --mode="$mode" "$@" \
     "$tmp/$name.sock" 2>>"$tmp/$name.err" &
   _pids+=($!)
+  _track_server $! "$name"
   wait_for_socket "$tmp/$name.sock"
 }
 

@@ -2,14 +2,18 @@
 # SIGINT, SIGTERM, SIGHUP and SIGQUIT during a copy, and before it while
 # a subprocess server starts or handshakes, end nbdcp promptly with exit
 # 128+signal and "interrupted by signal", leave no subprocess server nor
-# socket directory behind and leave NBD servers healthy; interrupting a
-# copy stuck on a server that does not answer says which request was
-# waiting; a closed output pipe ends nbdcp quietly with exit 1.
+# socket directory behind, leave an NBD destination (qemu-nbd) serving
+# and the destinations half written, for a full copy to complete;
+# interrupting a copy stuck on a server that does not answer says which
+# request was waiting; a closed output pipe ends nbdcp quietly with exit 1.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_filter delay
 requires_nbdkit_plugin sparse-random
 requires_nbdkit_plugin memory
+requires_nbdkit_plugin pattern
+requires_nbdkit_plugin file
 requires "$QEMU_IMG"
+requires "$QEMU_NBD"
 requires pgrep
 
 # caught PID SIGNAL: PID has a handler for SIGNAL (/proc's SigCgt mask).
@@ -75,45 +79,65 @@ interrupt ()
 
 size=512M
 
+# nbdkit 1.32 may abort when a client goes away while it answers its
+# requests, which is what an interrupted nbdcp does (see restart_nbdkit
+# in tests/functions.sh): that is nbdkit's bug, so every nbdkit server
+# that an interrupted copy used is started afresh for the next step.
+# The destination that takes the interrupted copies one after another
+# is qemu-nbd, which outlives them (-t: one client after another, -e 8:
+# several at once).
+
 # NBD to NBD.  One connection, one request at a time, on a source whose
 # reads take 0.1 s: about 50 s for the whole disk.  Its twin without the
 # delay serves the same bytes, for qemu-img to compare with.
 start_slow_twin src ref 100ms sparse-random size=$size seed=5 percent=100
-start_nbdkit dst memory size=$size
+fresh_src ()
+{
+  restart_nbdkit src -r --filter=delay sparse-random size=$size seed=5 \
+    percent=100 rdelay=100ms
+}
+truncate -s $size "$tmp/dst.img"
+start_qemu_nbd dst -f raw -t -e 8 "$tmp/dst.img"
 src=$(uri_of "$tmp/src.sock")
 dst=$(uri_of "$tmp/dst.sock")
 interrupt INT 130 -C 1 -R 1 "$src" "$dst"
+fresh_src
 interrupt TERM 143 -C 4 -T 4 -R 1 "$src" "$dst"
+fresh_src
 interrupt HUP 129 -C 1 -R 1 "$src" "$dst"
 
-# fresh_psrc: a new pattern source in $psrc.  nbdkit 1.32 may abort
-# (an assertion in its reply code) when a client it is answering goes
-# away with requests in flight, which is what an interrupted nbdcp
-# does; that is nbdkit's bug, so each step gets a source of its own.
-npsrc=0
+# fresh_psrc: a new pattern source in $psrc.
+psrc=$(uri_of "$tmp/psrc.sock")
 fresh_psrc ()
 {
-  npsrc=$((npsrc + 1))
-  start_nbdkit "psrc$npsrc" -r pattern size=$size
-  psrc=$(uri_of "$tmp/psrc$npsrc.sock")
+  restart_nbdkit psrc -r pattern size=$size
 }
 
-# A slow destination (writes take 0.1 s).
-start_nbdkit slowdst --filter=delay memory size=$size wdelay=100ms
-fresh_psrc
+# A slow destination (writes take 0.1 s) over a file, which keeps what
+# the interrupted copies wrote when the server is started afresh.
+truncate -s $size "$tmp/slowdst.img"
+fresh_slowdst ()
+{
+  restart_nbdkit slowdst --filter=delay file "$tmp/slowdst.img" wdelay=100ms
+}
 slowdst=$(uri_of "$tmp/slowdst.sock")
+fresh_slowdst
+fresh_psrc
 interrupt TERM 143 -C 1 -R 1 "$psrc" "$slowdst"
+fresh_slowdst
 fresh_psrc
 interrupt INT 130 -C 2 -T 2 -R 2 "$psrc" "$slowdst"
 
-# Both servers still work: full copies to and from them succeed (at full
-# parallelism the delays cost under a few seconds) and complete the
-# destinations that the interrupted copies left half written.
+# qemu-nbd still serves, and full copies (at full parallelism the delays
+# cost under a few seconds) complete the destinations that the
+# interrupted copies left half written.
+fresh_src
 run_nbdcp "$src" "$dst"
 check_same "$(uri_of "$tmp/ref.sock")" "$dst" "after the interruptions"
+fresh_slowdst
 fresh_psrc
 run_nbdcp "$psrc" "$slowdst"
-check_same "$psrc" "$slowdst" "to the slow destination"
+check_same "$psrc" "$tmp/slowdst.img" "to the slow destination"
 
 # A destination that has stopped answering (writes take five minutes): the
 # message names the request that had waited, and for how long.  The

@@ -45,7 +45,10 @@ expect_fail '^nbdcp: destination' \
   "$NBDCP" - "$(uri_of "$tmp/tiny.sock")" < <(cat "$tmp/src")
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "stream too long: not one line on stderr"; }
 # stdin redirected from a regular file has a size, so it is refused
-# before the copy.
+# before the copy.  (tiny afresh: the failed copy above may have left
+# writes in flight on it, and nbdkit 1.32 may abort then; see
+# restart_nbdkit in functions.sh.)
+restart_nbdkit tiny memory size=$MiB
 expect_fail 'smaller' "$NBDCP" - "$(uri_of "$tmp/tiny.sock")" <"$tmp/src"
 
 # stdin -> file: a new file, and a larger file cut to the stream's

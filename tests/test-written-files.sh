@@ -15,13 +15,21 @@ ref="${abs_srcdir:-$PWD}/tests/blkhash-ref.py"
 umask 022
 
 size=$((64 * 1024 * 1024))
-start_nbdkit src sparse-random $size seed=7 percent=20 runlength=65536
 src=$(uri_of "$tmp/src.sock")
 truncate -s $size "$tmp/dst.img"
-# Every request fails while $tmp/fail exists.
-start_nbdkit dst --filter=error file "$tmp/dst.img" error-rate=1 \
-  error-file="$tmp/fail"
 dst=$(uri_of "$tmp/dst.sock")
+# fresh_servers: the source, and the destination that fails every
+# request while $tmp/fail exists, started afresh on the same sockets
+# (a journal names them).  A failed copy leaves requests in flight on
+# both, and nbdkit 1.32 may abort then (see restart_nbdkit in
+# tests/functions.sh): each copy after one gets servers of its own.
+fresh_servers ()
+{
+  restart_nbdkit src sparse-random $size seed=7 percent=20 runlength=65536
+  restart_nbdkit dst --filter=error file "$tmp/dst.img" error-rate=1 \
+    error-file="$tmp/fail"
+}
+fresh_servers
 # mode_is FILE MODE
 mode_is ()
 {
@@ -45,6 +53,7 @@ touch "$tmp/fail"
 expect_fail "destination .* failed" \
   "$NBDCP" --resume="$tmp/j/copy.journal" "$src" "$dst"
 rm "$tmp/fail"
+fresh_servers
 mode_is "$tmp/j/copy.journal" 600
 nothing_else "$tmp/j" copy.journal
 # A rerun rewrites it (and removes it when it succeeds).
@@ -73,6 +82,7 @@ chmod 644 "$tmp/h/old.sum"
 touch "$tmp/fail"
 expect_fail "destination .* failed" \
   "$NBDCP" --blkhash-file="$tmp/h/failed.sum" "$src" "$dst"
+fresh_servers
 expect_fail "destination .* failed" \
   "$NBDCP" --blkhash-file="$tmp/h/old.sum" "$src" "$dst"
 rm "$tmp/fail"
