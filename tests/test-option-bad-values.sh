@@ -6,10 +6,13 @@
 # every option that --help shows with a value (a new option without
 # one fails here).  Options that take no value refuse one
 # (--NAME=x), and options whose value is required refuse to go
-# without it.  Then values that parse but name something unusable
-# (a closed descriptor, a directory, a missing directory), refused
-# before the destination is created.  tests/checklist.md lists which
-# other tests cover the other failure modes of each option.
+# without it; options that cannot go together are refused (--resume
+# with --blkhash or --verify, --bitmap with --destination-is-zero,
+# --blkhash or --verify, --blkhash into '-').  Then values that parse
+# but name something unusable (a closed descriptor, a directory, a
+# missing directory), refused before the destination is created.
+# tests/checklist.md lists which other tests cover the other failure
+# modes of each option.
 . "${srcdir:-.}/tests/functions.sh"
 
 head -c 65536 /dev/urandom >"$tmp/src.raw"
@@ -177,6 +180,24 @@ for o in C R S T; do
   refused "^nbdcp: unknown option or missing value: -$o\$" \
     "$tmp/src.raw" "$dst" "-$o"
 done
+
+# Options that cannot go together, refused as the command line is
+# read (the other refusals of a pair need servers: test-bitmap.sh).
+refused "^nbdcp: --resume cannot be combined with --blkhash: " \
+  --resume="$tmp/j" --blkhash "$tmp/src.raw" "$dst"
+refused "^nbdcp: --resume cannot be combined with --blkhash: " \
+  --resume="$tmp/j" --blkhash-file="$tmp/sum" "$tmp/src.raw" "$dst"
+refused "^nbdcp: --resume cannot be combined with --verify: " \
+  --resume="$tmp/j" --verify "$tmp/src.raw" "$dst"
+refused "^nbdcp: --bitmap cannot be used with --destination-is-zero: " \
+  --bitmap=b0 --target-is-zero "$tmp/src.raw" "$dst"
+refused "^nbdcp: --bitmap cannot be used with --blkhash: " \
+  --bitmap=b0 --blkhash=md5 "$tmp/src.raw" "$dst"
+refused "^nbdcp: --bitmap cannot be used with --verify: " \
+  --bitmap=b0 --verify=full "$tmp/src.raw" "$dst"
+refused "^nbdcp: --blkhash would print the checksum into the copy on standard output: use --blkhash-file\$" \
+  --blkhash "$tmp/src.raw" -
+[ ! -e "$tmp/j" ] && [ ! -e "$tmp/sum" ] || fail "a refused pair left a file"
 
 # Values that parse but name something nbdcp cannot use: refused
 # before the destination is created.
