@@ -2,9 +2,10 @@
 # The files nbdcp writes for itself are private and never half-written:
 # the --resume journal (which holds both URIs) and the --blkhash-file
 # are mode 0600 whatever the umask allows, a new one or one that
-# replaced a 0644 file; a copy that fails half way with --blkhash-file
-# leaves no temporary file and no partial checksum file, and an
-# existing checksum file as it was (contents and mode).  Every copy
+# replaced a 0644 file; a copy that fails half way with --blkhash-file,
+# or that SIGTERM or SIGINT ends, leaves no temporary file and no
+# partial checksum file, and an existing checksum file as it was
+# (contents and mode).  Every copy
 # that succeeds is compared with its source by qemu-img, and the
 # checksum with the Python reference's.
 . "${srcdir:-.}/tests/functions.sh"
@@ -89,3 +90,24 @@ rm "$tmp/fail"
 nothing_else "$tmp/h" new.sum old.sum
 [ "$(cat "$tmp/h/old.sum")" = old ] || fail "a failed copy changed old.sum"
 mode_is "$tmp/h/old.sum" 644
+
+# 4. A copy that a signal ends (it waits for --rate's credit, from a
+# local file, so that no server sees its client vanish): the same.
+for sig in TERM INT; do
+  rm -f "$tmp/sig.raw"
+  "$NBDCP" -v --rate=1M --blkhash-file="$tmp/h/old.sum" "$tmp/copy.raw" \
+    "$tmp/sig.raw" 2>"$tmp/sig.err" &
+  pid=$!
+  wait_for_log_line "$tmp/sig.err" '^nbdcp: copying'
+  kill -$sig $pid
+  ends_within $pid 30 || fail "SIG$sig: nbdcp did not end"
+  r=0
+  wait $pid || r=$?
+  [ $r -eq $((128 + $(kill -l $sig))) ] ||
+    { cat "$tmp/sig.err"; fail "SIG$sig: exit $r"; }
+  grep -q 'interrupted by signal' "$tmp/sig.err" ||
+    { cat "$tmp/sig.err"; fail "SIG$sig: not 'interrupted by signal'"; }
+  nothing_else "$tmp/h" new.sum old.sum
+  [ "$(cat "$tmp/h/old.sum")" = old ] || fail "SIG$sig changed old.sum"
+  mode_is "$tmp/h/old.sum" 644
+done
