@@ -600,6 +600,7 @@ void
 lane_op_done (struct lane *l, struct op *op)
 {
   struct job *job = l->job;
+
   lane_unsent (l, op);
   l->activity[!op_on_source (op->kind)].progress_ms = now_ms ();
   if (op->eof)
