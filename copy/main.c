@@ -181,6 +181,12 @@ check_std_fds (const struct options *opts)
                  opts->blkhash_file, fd);
       return -1;
     }
+    /* The checksum would go to /dev/null, and exit 0 say it was told. */
+    if (fd == 1 && opts->blkhash && !opts->blkhash_file) {
+      error_set ("--blkhash: standard output is closed: the checksum has "
+                 "nowhere to go (see --blkhash-file)");
+      return -1;
+    }
     if (open ("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) {
       error_set ("cannot open /dev/null: %s", strerror (errno));
       return -1;

@@ -174,3 +174,10 @@ done
 expect_fail "use --blkhash-file" "$NBDCP" --blkhash "$tmp/hello" -
 expect_fail "blkhash-file" "$NBDCP" --blkhash-file=/nonexistent/dir/x \
   "$tmp/hello" null:
+# With standard output closed the checksum has nowhere to go: refused,
+# not printed into the /dev/null put in its place and exit 0.
+r=0
+"$NBDCP" --blkhash "$tmp/hello" null: >&- 2>"$tmp/err" || r=$?
+[ $r -eq 1 ] || fail "--blkhash with stdout closed: exit $r, not 1"
+grep -q '^nbdcp: --blkhash: standard output is closed' "$tmp/err" ||
+  fail "--blkhash with stdout closed: $(cat "$tmp/err")"
