@@ -132,37 +132,54 @@ open_special (struct blkhash_file *bf, const struct stat *st)
   return 0;
 }
 
-/* The checksum must not go into the destination: refuse a FILE that is
- * the destination itself ('-' and /dev/stdout, the same pipe, FIFO or
- * file), but for a character device (/dev/null for both is harmless).
+/* The checksum must not go into the copy: refuse a FILE that is the
+ * endpoint SPEC (a [ CMD ] if COMMAND) itself: with SPEC '-' the
+ * standard descriptor STD_FD, else the same pipe, FIFO or file, but for
+ * a character device (/dev/null for both is harmless).  WHAT names the
+ * side.  The source would be overwritten, the destination corrupted.
  */
 static int
-check_not_destination (const struct blkhash_file *bf,
-                       const struct options *opts)
+check_not_endpoint (const struct blkhash_file *bf, const char *spec,
+                    bool command, int std_fd, const char *what)
 {
-  bool std = strcmp (opts->dst, "-") == 0;
+  bool std = strcmp (spec, "-") == 0;
   struct stat a, b;
   bool same;
 
-  if (opts->dst_command)
+  if (command)
     return 0;
-  if (std && blkhash_file_descriptor (bf->name) == STDOUT_FILENO)
+  if (std && blkhash_file_descriptor (bf->name) == std_fd)
     same = true;
-  else if (bf->atomic && !std && strcmp (bf->name, opts->dst) == 0)
+  else if (bf->atomic && !std && strcmp (bf->name, spec) == 0)
     same = true;
   else {
     if ((bf->atomic ? stat (bf->name, &a) : fstat (bf->fd, &a)) == -1
         || S_ISCHR (a.st_mode)
-        || (std ? fstat (STDOUT_FILENO, &b) : stat (opts->dst, &b)) == -1)
+        || (std ? fstat (std_fd, &b) : stat (spec, &b)) == -1)
       return 0;
     same = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
   }
   if (!same)
     return 0;
-  error_set ("--blkhash-file: %s is also the destination%s: the checksum "
-             "cannot go into the copy",
-             bf->name, std ? " (standard output, '-')" : "");
+  error_set ("--blkhash-file: %s is also the %s%s: the checksum "
+             "cannot go there",
+             bf->name, what,
+             !std                      ? ""
+             : std_fd == STDOUT_FILENO ? " (standard output, '-')"
+                                       : " (standard input, '-')");
   return -1;
+}
+
+/* Neither side of the copy. */
+static int
+check_not_endpoints (const struct blkhash_file *bf, const struct options *opts)
+{
+  if (check_not_endpoint (bf, opts->dst, opts->dst_command != NULL,
+                          STDOUT_FILENO, "destination")
+      == -1)
+    return -1;
+  return check_not_endpoint (bf, opts->src, opts->src_command != NULL,
+                             STDIN_FILENO, "source");
 }
 
 int
@@ -192,7 +209,7 @@ blkhash_file_open (struct blkhash_file *bf, const struct options *opts)
       return -1;
     }
   }
-  return check_not_destination (bf, opts);
+  return check_not_endpoints (bf, opts);
 }
 
 /* Write all of BUF to FD.  A signal (nbdcp's handlers are for the

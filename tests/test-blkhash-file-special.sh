@@ -120,3 +120,15 @@ cmp -s "$src" "$tmp/same.raw" || fail "the destination named twice was changed"
 expect_fail "^nbdcp: --blkhash-file: $tmp/new.raw is also the destination: " \
   "$NBDCP" --blkhash-file="$tmp/new.raw" "$src" "$tmp/new.raw"
 [ ! -e "$tmp/new.raw" ] || fail "the destination named twice was created"
+
+# 10. The source itself: the checksum would replace (or be appended to)
+# the very disk being copied.
+cp "$src" "$tmp/src-copy.raw"
+expect_fail "^nbdcp: --blkhash-file: $tmp/src-copy.raw is also the source: " \
+  "$NBDCP" --blkhash-file="$tmp/src-copy.raw" "$tmp/src-copy.raw" "$tmp/n1.raw"
+expect_fail "^nbdcp: --blkhash-file: /dev/fd/5 is also the source: " \
+  sh -c 'exec "$@" 5>>"$0"' "$tmp/src-copy.raw" "$NBDCP" \
+  --blkhash-file=/dev/fd/5 "$tmp/src-copy.raw" "$tmp/n2.raw"
+cmp "$src" "$tmp/src-copy.raw" || fail "the source named as --blkhash-file changed"
+[ ! -e "$tmp/n1.raw" ] && [ ! -e "$tmp/n2.raw" ] ||
+  fail "a copy refused for its --blkhash-file created its destination"
