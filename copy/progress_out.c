@@ -49,11 +49,12 @@ same_as (int fd, const struct stat *fs, const char *name, int std_fd)
     return fstat (std_fd, &st) == 0 && st.st_dev == fs->st_dev
            && st.st_ino == fs->st_ino;
   }
-  /* A path: only a file or device written through it would be
-     corrupted (a terminal named twice is harmless). */
-  return (S_ISREG (fs->st_mode) || S_ISBLK (fs->st_mode))
-         && stat (name, &st) == 0 && st.st_dev == fs->st_dev
-         && st.st_ino == fs->st_ino;
+  /* A path (a file, a device, a FIFO, /dev/stdout, /dev/fd/N): the
+     same file, or the same pipe, would get progress in its data; only
+     a character device named twice is harmless (a terminal,
+     /dev/null). */
+  return !S_ISCHR (fs->st_mode) && stat (name, &st) == 0
+         && st.st_dev == fs->st_dev && st.st_ino == fs->st_ino;
 }
 
 int

@@ -53,6 +53,16 @@ refused '^nbdcp: --progress=3: descriptor 3 is the destination \(.*dst.raw\)' \
   '"$NBDCP" --progress=3 "$tmp/src.raw" "$tmp/dst.raw" 3>>"$tmp/dst.raw"'
 refused '^nbdcp: --progress-json=0: descriptor 0 is the source \(-\)' \
   '"$NBDCP" --progress-json=0 - "$tmp/new.raw" 0<>"$tmp/src.raw"'
+# The same pipe named by a path: /dev/stdout, /dev/fd/1, a FIFO's name.
+refused '^nbdcp: --progress=3: descriptor 3 is the destination \(/dev/stdout\)' \
+  '"$NBDCP" --progress=3 "$tmp/src.raw" /dev/stdout 3>&1 | cat >"$tmp/out.raw"; exit ${PIPESTATUS[0]}'
+refused '^nbdcp: --progress-json=3: descriptor 3 is the destination \(/dev/fd/1\)' \
+  '"$NBDCP" --progress-json=3 "$tmp/src.raw" /dev/fd/1 3>&1 | cat >"$tmp/out.raw"; exit ${PIPESTATUS[0]}'
+mkfifo "$tmp/dfifo"
+refused '^nbdcp: --progress=3: descriptor 3 is the destination \(.*dfifo\)' \
+  'exec 4<>"$tmp/dfifo"; "$NBDCP" --progress=3 "$tmp/src.raw" "$tmp/dfifo" 3>"$tmp/dfifo"'
+refused '^nbdcp: --progress=3: descriptor 3 is the source \(/dev/stdin\)' \
+  'cat "$tmp/src.raw" | "$NBDCP" --progress=3 /dev/stdin "$tmp/new.raw" 3>/dev/stdin'
 
 # A FIFO that nobody reads, filled to the brim: fd 3 holds it open for
 # reading and writing, so writes to it neither fail nor ever drain.
