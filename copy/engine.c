@@ -532,6 +532,24 @@ engine_late_replies (const struct engine *e)
   return false;
 }
 
+/* Once the workers have ended: a destination that left a lane's
+ * question about where it reads as zero unanswered (lane.c) is not
+ * asked for block status again: --verify's pass, which reads it back,
+ * would wait on the same silence, so it reads everything instead.
+ */
+static void
+engine_forget_unanswering_destination (struct engine *e)
+{
+  for (unsigned i = 0; i < e->nlanes; i++)
+    if (e->lanes[i].dest_zero_given_up) {
+      e->job.dst->caps.can_extents = false;
+      note (e->job.set->verbose,
+            "the destination left block status unanswered: it is not "
+            "asked again (--verify reads all of it back)");
+      return;
+    }
+}
+
 static void
 engine_teardown (struct engine *e)
 {
@@ -609,6 +627,7 @@ engine_run (const struct engine_params *p)
     job_wait (&e.job, p->progress, p->progress_arg);
     for (unsigned i = 0; i < e.started; i++)
       pthread_join (e.workers[i].thread, NULL);
+    engine_forget_unanswering_destination (&e);
     ret = engine_result (&e, stats);
     ret = engine_write_journal (&e.job, ret);
     if (ret == 0 && e.job.hash

@@ -8,7 +8,9 @@
 # a hole left unzeroed, or data skipped, shows in cmp against the
 # source; and the copy must end in time, without --timeout (under 10 s
 # of nbdcp's own work, bounded at 40 s here for a loaded machine) and
-# with --timeout=5 (no "no reply" failure).  A fresh server per case:
+# with --timeout=5 (no "no reply" failure).  --verify, which reads the
+# destination back, does not ask it again either: it reads everything.
+# A fresh server per case:
 # nbdcp closes the connection with the question unanswered, which
 # nbdkit 1.32 may not survive.
 . "${srcdir:-.}/tests/functions.sh"
@@ -49,3 +51,5 @@ copy_case timed --timeout=5
 # The deadline is half of --timeout when that is shorter than 3 s: a
 # --timeout of 2 s must not fire for the question.
 copy_case short --timeout=2
+copy_case verified --verify
+copy_case verified_timed --verify --timeout=4
