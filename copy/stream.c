@@ -10,10 +10,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,12 +28,52 @@
 #define ZERO_CHUNK (256 * 1024)
 
 struct conn {
-  int fd;
-  bool owned;   /* opened here, so closed here */
-  uint64_t pos; /* next offset the stream is at */
+  int fd;        /* what is read or written */
+  bool owned;    /* opened here, so closed here */
+  bool socket;   /* read and written with MSG_DONTWAIT */
+  bool blocking; /* neither: polled first, best effort */
+  uint64_t pos;  /* next offset the stream is at */
+  const volatile sig_atomic_t *interrupted; /* the endpoint's */
 };
 
+/* How often a stream that cannot be read or written looks whether the
+   copy was interrupted. */
+#define STREAM_WAIT_MS 100
+
 static const char zeroes[ZERO_CHUNK];
+
+/* Make C's reads or writes (WRITABLE) return rather than wait: a pipe,
+ * FIFO or terminal is reopened through /proc/self/fd with O_NONBLOCK,
+ * a description of nbdcp's own (the shell's is left as it was); a
+ * socket is used with MSG_DONTWAIT; a file never waits.  Where neither
+ * works, the stream is polled before each call (stream_wait), which a
+ * large write to a pipe can still outlast.
+ */
+static void
+stream_unblock (struct conn *c, bool writable)
+{
+  struct stat st;
+  char path[64];
+  int fd;
+
+  if (fstat (c->fd, &st) == -1 || S_ISREG (st.st_mode) || S_ISBLK (st.st_mode))
+    return;
+  if (S_ISSOCK (st.st_mode)) {
+    c->socket = true;
+    return;
+  }
+  snprintf (path, sizeof path, "/proc/self/fd/%d", c->fd);
+  fd = open (path, (writable ? O_WRONLY : O_RDONLY) | O_NONBLOCK | O_NOCTTY
+                       | O_CLOEXEC);
+  if (fd == -1) {
+    c->blocking = true;
+    return;
+  }
+  if (c->owned)
+    close (c->fd);
+  c->fd = fd;
+  c->owned = true;
+}
 
 static int
 stream_open (struct endpoint *ep, bool writable, unsigned want)
@@ -57,6 +101,8 @@ stream_open (struct endpoint *ep, bool writable, unsigned want)
     }
     c->owned = true;
   }
+  c->interrupted = ep->interrupted;
+  stream_unblock (c, writable);
   ep->conns[0] = c;
   ep->nconns = 1; /* one stream, whatever was asked */
   ep->size = writable ? INT64_MAX : -1;
@@ -83,6 +129,32 @@ check_position (struct conn *c, uint64_t offset)
   return 0;
 }
 
+/* Wait until C can be read (or written, if WRITE).  Requests finish
+ * inside the call, in the worker, and a stream may wait for ever (a
+ * writer that sends nothing, a reader that reads nothing), while a
+ * signal goes to whichever thread the kernel picks: so the worker
+ * waits in poll and looks at the flag now and then.  -1 (errno EINTR)
+ * once the copy has been interrupted.
+ */
+static int
+stream_wait (const struct conn *c, bool write)
+{
+  struct pollfd p = { .fd = c->fd, .events = write ? POLLOUT : POLLIN };
+
+  for (;;) {
+    int r;
+
+    if (*c->interrupted) {
+      errno = EINTR;
+      return -1;
+    }
+    r = poll (&p, 1, STREAM_WAIT_MS);
+    /* Ready, or an end or error that the read or write will report. */
+    if (r > 0 || (r == -1 && errno != EINTR))
+      return 0;
+  }
+}
+
 static int
 stream_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
              struct op *op)
@@ -92,9 +164,22 @@ stream_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
   if (check_position (c, offset) == -1)
     return -1;
   while (got < len) {
-    ssize_t n = read (c->fd, (char *) buf + got, len - got);
-    if (n == -1 && errno == EINTR)
+    ssize_t n;
+
+    if (c->blocking && stream_wait (c, false) == -1) {
+      op_complete (op, errno);
+      return 0;
+    }
+    n = c->socket ? recv (c->fd, (char *) buf + got, len - got, MSG_DONTWAIT)
+                  : read (c->fd, (char *) buf + got, len - got);
+    if (n == -1
+        && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      if (stream_wait (c, false) == -1) {
+        op_complete (op, errno);
+        return 0;
+      }
       continue;
+    }
     if (n == -1) {
       op_complete (op, errno);
       return 0;
@@ -115,9 +200,18 @@ static int
 write_all (struct conn *c, const char *buf, uint64_t len)
 {
   while (len > 0) {
-    ssize_t n = write (c->fd, buf, len);
-    if (n == -1 && errno == EINTR)
+    ssize_t n;
+
+    if (c->blocking && stream_wait (c, true) == -1)
+      return errno;
+    n = c->socket ? send (c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                  : write (c->fd, buf, len);
+    if (n == -1
+        && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      if (stream_wait (c, true) == -1)
+        return errno;
       continue;
+    }
     if (n == -1)
       return errno;
     buf += n;

@@ -5,7 +5,11 @@
 # read waits about a minute for its credit; SIGTERM and SIGINT must end
 # nbdcp within seconds (bounded at 10 s here for a loaded machine), with
 # 128+signal and "interrupted by signal".  Before the job's stop woke
-# every worker, nbdcp slept out the whole wait.
+# every worker, nbdcp slept out the whole wait.  The same for a worker
+# that waits on a stream: standard output into a pipe nobody reads,
+# standard input from a pipe that sends nothing (a stream's requests
+# finish inside the call, in the worker, which once blocked there and
+# let no signal end the copy).
 . "${srcdir:-.}/tests/functions.sh"
 
 size=$((4 * 1024 * 1024))
@@ -43,3 +47,33 @@ stop_sleeping ()
 stop_sleeping TERM 143 "$tmp/src.raw"
 stop_sleeping INT 130 "$tmp/src.raw"
 stop_sleeping TERM 143 -
+
+# stop_stream SIGNAL STATUS WHAT: the same, for a copy started by the
+# caller into $pid (with -v to $tmp/err) that waits on a stream.
+stop_stream ()
+{
+  local sig=$1 status=$2 what=$3 rc=0
+  wait_for_log_line "$tmp/err" '^nbdcp: copying'
+  kill -"$sig" $pid
+  wait_until 10 _gone $pid || {
+    kill -KILL $pid
+    fail "SIG$sig ($what): nbdcp still running 10 s after the signal"
+  }
+  wait $pid || rc=$?
+  echo "SIG$sig, $what: exit $rc"
+  [ $rc -eq "$status" ] || { cat "$tmp/err"; fail "SIG$sig ($what): exit $rc"; }
+}
+
+mkfifo "$tmp/full"
+exec 7<>"$tmp/full" # held open, never read: the pipe fills and stays full
+"$NBDCP" -v "$tmp/src.raw" - >"$tmp/full" 2>"$tmp/err" &
+pid=$!
+stop_stream INT 130 "stdout to a pipe nobody reads"
+exec 7>&-
+
+mkfifo "$tmp/silent"
+exec 8<>"$tmp/silent" # a writer that never writes
+"$NBDCP" -v - "$tmp/dst.raw" <"$tmp/silent" 2>"$tmp/err" &
+pid=$!
+stop_stream TERM 143 "stdin from a pipe that sends nothing"
+exec 8>&-
