@@ -43,11 +43,20 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
   /* One buffer per figure: the arguments are all formatted before
      fprintf reads any of them. */
   char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32], z[32];
-  double rate = per_second (s->total_bytes, ctx);
+  char of[48] = "";
+  /* A copy that failed did only part: its bytes done, of how many. */
+  uint64_t done = ctx->ok ? s->total_bytes
+                          : s->data_bytes + s->zero_bytes + s->skipped_bytes
+                                + s->resumed_bytes;
+  double rate = per_second (done, ctx);
   uint64_t dirty = s->total_bytes - s->clean_bytes;
 
+  if (!ctx->ok) {
+    snprintf (of, sizeof of, " of ");
+    human_size_format (s->total_bytes, of + 4, sizeof of - 4);
+  }
   fprintf (stderr,
-           "nbdcp: %s %s in %.2f s (%s/s)\n"
+           "nbdcp: %s %s%s in %.2f s (%s/s)\n"
            "  data written   %s (%" PRIu64 " bytes)\n"
            "  zeroed         %s (%" PRIu64 " bytes)\n"
            "  skipped        %s (%" PRIu64 " bytes, %s)\n"
@@ -56,7 +65,7 @@ print_text (const struct copy_stats *s, const struct stats_context *ctx)
            "  connections    source %u, destination %u; %u lane%s on %u "
            "thread%s\n",
            ctx->ok ? "copied" : "FAILED after",
-           human_size_format (s->total_bytes, a, sizeof a), ctx->elapsed,
+           human_size_format (done, a, sizeof a), of, ctx->elapsed,
            human_size_format (rate, b, sizeof b),
            human_size_format (s->data_bytes, c, sizeof c), s->data_bytes,
            human_size_format (s->zero_bytes, d, sizeof d), s->zero_bytes,

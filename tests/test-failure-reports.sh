@@ -96,6 +96,9 @@ expect_fail '^nbdcp: destination write at offset [0-9]+ length [0-9]+ failed: In
 grep -q '^nbdcp: FAILED after ' "$tmp/err" ||
   { cat "$tmp/err"; fail "--stats: a failed copy is not said to have failed"; }
 ! grep -q '^nbdcp: copied ' "$tmp/err" || fail "--stats: a failed copy 'copied'"
+# Every write failed: nothing was done, of the whole size.
+grep -Eq '^nbdcp: FAILED after 0 bytes of [0-9.]+ [KMG]iB in ' "$tmp/err" ||
+  { cat "$tmp/err"; fail "--stats: a failed copy's bytes done are not what was done"; }
 
 # 3. --timeout: writes never answered.  (5 s: --timeout bounds the
 # handshake too, which a loaded machine can make take seconds.)
