@@ -125,6 +125,11 @@ struct endpoint_ops {
      made, or finish them at once, have none. */
   void (*arm) (struct conn *c, struct io_uring *ring);
 
+  /* Optional: whether C still has requests on its worker's ring that
+     no lane waits for (a file's early write-back).  They hold what C
+     opened: the worker lets them finish before it ends. */
+  bool (*busy) (struct conn *c);
+
   /* Close every connection; CLEAN says the copy succeeded, so a polite
      disconnect is worth waiting for. */
   void (*close) (struct endpoint *ep, bool clean);

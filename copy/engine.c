@@ -258,6 +258,19 @@ worker_job_stopped (struct ring_event *ev, int res)
   (void) res;
 }
 
+/* Whether an endpoint still has requests on the ring that no lane
+ * waits for.
+ */
+static bool
+worker_endpoints_busy (struct worker *w)
+{
+  const struct job *job = w->job;
+  const struct lane *l = w->lane;
+
+  return (job->src->ops->busy && job->src->ops->busy (l->src))
+         || (job->dst->ops->busy && job->dst->ops->busy (l->dst));
+}
+
 static void *
 worker_run (void *arg)
 {
@@ -310,6 +323,11 @@ worker_run (void *arg)
     if (atomic_load (&job->abort) && !w->stall_noted)
       worker_note_stall (w);
   }
+  /* A ring torn down with requests in flight lets go of their files
+     only after nbdcp has exited, and an umount run just then would find
+     the file system busy.  A failed copy does not wait for them. */
+  while (!job_stopped (job) && worker_endpoints_busy (w))
+    worker_wait (w, false, 0);
 
 out:
   pthread_mutex_lock (&job->lock);

@@ -81,10 +81,18 @@ struct file {
   char *zeroes;   /* ZERO_CHUNK bytes, for fallbacks */
 };
 
+/* The early write-back requests of a connection (write_back_and_drop),
+ * which no lane waits for.
+ */
+struct writeback {
+  struct ring_event ev; /* first: completions find the struct from it */
+  unsigned in_flight;   /* submitted, not yet completed */
+};
+
 struct conn {
   struct file *file;
   struct io_uring *ring;
-  struct ring_event writeback; /* completions of sync_file_range */
+  struct writeback writeback;
   const char *bufs;            /* the lane's registered pool */
   size_t bufs_len;
   int buf_index;
@@ -332,15 +340,29 @@ file_set_size (struct endpoint *ep, int64_t size)
 static void
 writeback_started (struct ring_event *ev, int res)
 {
-  /* Nothing to do: a failure to write back early is caught by the
-     flush at the end, which writes back whatever is left. */
+  struct writeback *wb = (struct writeback *) ev;
+
+  /* A failure to write back early is caught by the flush at the end,
+     which writes back whatever is left: only count it. */
+  (void) res;
+  wb->in_flight--;
+}
+
+/* Early write-back hold the file open while they run: the worker lets
+ * them finish (see worker_run).
+ */
+static bool
+file_busy (struct conn *c)
+{
+  return c->writeback.in_flight > 0;
 }
 
 static void
 file_attach (struct conn *c, struct io_uring *ring, const char *bufs,
              size_t bufs_len, int buf_index)
 {
-  c->writeback.handle = writeback_started;
+  c->writeback.ev.handle = writeback_started;
+  c->writeback.in_flight = 0;
   c->ring = ring;
   c->bufs = bufs;
   c->bufs_len = bufs_len;
@@ -475,12 +497,14 @@ write_back_and_drop (struct op_io *io)
                                  SYNC_FILE_RANGE_WAIT_BEFORE
                                      | SYNC_FILE_RANGE_WRITE
                                      | SYNC_FILE_RANGE_WAIT_AFTER);
-  io_uring_sqe_set_data (sqe, &c->writeback);
+  io_uring_sqe_set_data (sqe, &c->writeback.ev);
+  c->writeback.in_flight++;
   sqe->flags |= IOSQE_IO_LINK;
   sqe = ring_get_sqe (c->ring);
   io_uring_prep_fadvise (sqe, c->file->fd, io->offset, io->len,
                          POSIX_FADV_DONTNEED);
-  io_uring_sqe_set_data (sqe, &c->writeback);
+  io_uring_sqe_set_data (sqe, &c->writeback.ev);
+  c->writeback.in_flight++;
 }
 
 static void
@@ -621,5 +645,6 @@ const struct endpoint_ops file_endpoint_ops = {
   .flush = file_flush,
   .attach = file_attach,
   .set_size = file_set_size,
+  .busy = file_busy,
   .close = file_close,
 };

@@ -137,6 +137,28 @@ wait_until ()
   done
 }
 
+# _umount_once DIR: DIR is no mount point any more, or one umount of
+# it was tried (and refused) now.
+_umount_once ()
+{
+  mountpoint -q "$1" || return 0
+  umount "$1" 2>/dev/null
+  ! mountpoint -q "$1"
+}
+# unmount DIR: every file system mounted at DIR is gone.  A process
+# that has exited may still hold the file system busy for a moment:
+# the kernel closes files an io_uring ring used after the process has
+# gone (nbdcp lets its own requests finish first, but a server may
+# not).  An umount refused then, and ignored, can leave a second file
+# system mounted over the first.  So wait (10 s at most), then detach
+# lazily.
+unmount ()
+{
+  wait_until 10 _umount_once "$1" || umount -l "$1" || :
+  while mountpoint -q "$1"; do
+    umount -l "$1" || return 1
+  done
+}
 # include_closure FILE: the headers FILE includes with quotes (copy/ or
 # lib/ of the source tree), and theirs, each once, as the keys of
 # included_by; each one's value is the file that includes it.  For the

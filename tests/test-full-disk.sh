@@ -22,27 +22,6 @@ requires_nbdkit_plugin file
 mnt=$tmp/mnt
 ext4=$tmp/ext4
 mkdir "$mnt" "$ext4"
-# _umount_once DIR: DIR is no mount point any more, or one umount of
-# it was tried (and refused) now.
-_umount_once ()
-{
-  mountpoint -q "$1" || return 0
-  umount "$1" 2>/dev/null
-  ! mountpoint -q "$1"
-}
-# unmount DIR: every file system mounted at DIR is gone.  A process
-# that has exited may still hold the file system busy for a moment:
-# the kernel closes files an io_uring ring used after the process has
-# gone.  An umount refused then, and ignored, left a second tmpfs
-# mounted over the first, and the first could not be removed at the
-# end.  So wait (10 s at most) for it, and detach lazily after that.
-unmount ()
-{
-  wait_until 10 _umount_once "$1" || umount -l "$1" || :
-  while mountpoint -q "$1"; do
-    umount -l "$1" || return 1
-  done
-}
 _unmount ()
 {
   stop_servers
