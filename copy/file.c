@@ -93,7 +93,7 @@ struct conn {
   struct file *file;
   struct io_uring *ring;
   struct writeback writeback;
-  const char *bufs;            /* the lane's registered pool */
+  const char *bufs; /* the lane's registered pool */
   size_t bufs_len;
   int buf_index;
 };
