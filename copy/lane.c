@@ -32,7 +32,7 @@
 
 #include "clock.h"
 #include "error.h"
-#include "lane_internal.h"
+#include "lane.h"
 #include "minmax.h"
 #include "sparse.h"
 

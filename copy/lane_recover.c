@@ -22,7 +22,7 @@
 
 #include "backoff.h"
 #include "error.h"
-#include "lane_internal.h"
+#include "lane_recover.h"
 #include "minmax.h"
 
 /* Whether a broken connection to EP can be made again (--retry, an NBD

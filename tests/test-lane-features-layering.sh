@@ -25,7 +25,7 @@ done
 
 bad=0
 for f in "$copy/lane.c" "$copy/lane_recover.c" "$copy/lane.h" \
-         "$copy/lane_internal.h"; do
+         "$copy/lane_recover.h" "$copy/lane_struct.h"; do
   include_closure "$f"
   for h in $feature_headers feature_list.h; do
     if [ -n "${included_by[$h]:-}" ]; then
@@ -39,7 +39,7 @@ done
 for f in "$copy"/feature_*.[ch] "$copy"/source_extents.[ch] \
          "$copy"/dest_zero.[ch]; do
   include_closure "$f"
-  for h in lane.h lane_internal.h; do
+  for h in lane.h lane_recover.h lane_struct.h; do
     if [ -n "${included_by[$h]:-}" ]; then
       echo "layering: ${f#$srcdir/} includes $h" \
            "(through ${included_by[$h]#$srcdir/}): it must not know the lane" >&2
