@@ -33,56 +33,9 @@
 #include "clock.h"
 #include "error.h"
 #include "lane.h"
+#include "lane_op.h"
 #include "minmax.h"
 #include "sparse.h"
-
-/* Make OP a request of L. */
-static void
-lane_prepare_op (struct lane *l, struct op *op, enum op_kind kind,
-                 struct buffer *b, uint64_t offset, uint64_t length)
-{
-  *op = (struct op){
-    .done = l->done,
-    .lane = l,
-    .buf = b,
-    .kind = kind,
-    .offset = offset,
-    .length = length,
-  };
-}
-
-/* OP has been sent.  The time is for --timeout, and for saying what a
- * stopped copy was waiting for.
- */
-static void
-lane_sent (struct lane *l, struct op *op)
-{
-  int side = !op_on_source (op->kind);
-
-  op->in_flight = true;
-  op->sent_ms = now_ms ();
-  op_list_append (&l->sent, op);
-  if (l->activity[side].inflight++ == 0)
-    l->activity[side].progress_ms = op->sent_ms;
-  l->stats.requests++;
-}
-
-/* Have the lane's worker look again by AT (ms) at the latest. */
-static void
-lane_wake_at (struct lane *l, int64_t at)
-{
-  if (!l->wake_at_ms || at < l->wake_at_ms)
-    l->wake_at_ms = at;
-}
-
-/* OP is no longer waited for: it finished, or it was given up. */
-static void
-lane_unsent (struct lane *l, struct op *op)
-{
-  op_list_remove (&l->sent, op);
-  l->activity[!op_on_source (op->kind)].inflight--;
-  op->in_flight = false;
-}
 
 /* Start segment INDEX: FRESH if no lane had it before (not one to copy
  * again after a reconnection).
@@ -147,18 +100,6 @@ lane_advance (struct lane *l, struct extent *e, uint64_t n)
   l->pos += n;
   if (e->length == 0)
     l->next_extent++;
-}
-
-static struct op *
-lane_get_zero_op (struct lane *l)
-{
-  return l->nfree_zero_ops ? l->free_zero_ops[--l->nfree_zero_ops] : NULL;
-}
-
-static void
-lane_put_zero_op (struct lane *l, struct op *op)
-{
-  l->free_zero_ops[l->nfree_zero_ops++] = op;
 }
 
 /* Make [offset, offset+len) of the destination read as zero, using OP

@@ -1,10 +1,11 @@
 #!/bin/bash
 # The lane copies, the features ride along (docs/design.md, "Features:
 # what rides along a lane"):
-# - lane.c and lane_recover.c call no feature by name: their objects
-#   use no symbol of blkhash.c, journal.c, rate.c, verify.c or a
-#   feature_*.c file (only lane_feature.c's events), and they include
-#   no feature header, not even through another;
+# - lane.c and the lane's other files (lane_*.[ch] but lane_feature.[ch])
+#   call no feature by name: their objects use no symbol of blkhash.c,
+#   journal.c, rate.c, verify.c or a feature_*.c file (only
+#   lane_feature.c's events), and they include no feature header, not
+#   even through another;
 # - the feature files, source_extents.c and dest_zero.c do not know the
 #   lane: they include no lane header and use no lane_ symbol but the
 #   events' (lane_features_add);
@@ -21,11 +22,24 @@ for f in "$copy"/feature_*.c; do
   feature_objects+=" $(basename "$f" .c)"
 done
 [ -f "$copy/feature_list.c" ] || fail "copy/feature_list.c not found"
+# The lane's own files: lane.c and those it is split into (lane_*.[ch]),
+# but not lane_feature.[ch], the events that stand between.
+lane_files=()
+lane_headers=""
+lane_objects=""
+for f in "$copy"/lane*.[ch]; do
+  case "$(basename "$f")" in lane_feature.*) continue ;; esac
+  lane_files+=("$f")
+  case "$f" in
+    *.h) lane_headers+=" $(basename "$f")" ;;
+    *.c) lane_objects+=" $(basename "$f" .c)" ;;
+  esac
+done
+[ "${#lane_files[@]}" -ge 4 ] || fail "the lane's files not found in $copy"
 
 
 bad=0
-for f in "$copy/lane.c" "$copy/lane_recover.c" "$copy/lane.h" \
-         "$copy/lane_recover.h" "$copy/lane_struct.h"; do
+for f in "${lane_files[@]}"; do
   include_closure "$f"
   for h in $feature_headers feature_list.h; do
     if [ -n "${included_by[$h]:-}" ]; then
@@ -39,7 +53,7 @@ done
 for f in "$copy"/feature_*.[ch] "$copy"/source_extents.[ch] \
          "$copy"/dest_zero.[ch]; do
   include_closure "$f"
-  for h in lane.h lane_recover.h lane_struct.h; do
+  for h in $lane_headers; do
     if [ -n "${included_by[$h]:-}" ]; then
       echo "layering: ${f#$srcdir/} includes $h" \
            "(through ${included_by[$h]#$srcdir/}): it must not know the lane" >&2
@@ -57,7 +71,7 @@ if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-lane.o ]; then
       awk -v f="$o.c" 'NF == 3 { print $3, f }'
   done | sort >"$tmp/feature-symbols"
   [ -s "$tmp/feature-symbols" ] || fail "no feature symbols found"
-  for o in lane lane_recover; do
+  for o in $lane_objects; do
     nm -u "copy/nbdcp-$o.o" | awk '{ print $NF }' | sort >"$tmp/needs"
     join "$tmp/needs" "$tmp/feature-symbols" >"$tmp/up" || :
     while read -r sym def; do
