@@ -18,7 +18,8 @@
  * those attached to it (lane_feature.h), which may hold it back at a
  * gate, change what it does with a range, or only observe.  What
  * happens when a request fails, and reconnecting (--retry), are in
- * lane_recover.c.  Nothing here allocates after lane_init or waits for
+ * lane_recover.c; what a finished read becomes (zero detection, the
+ * writes and zeroes) in lane_write.c.  Nothing here allocates after lane_init or waits for
  * I/O to finish (except that a stream's reads and writes happen inside
  * the call, stream.c); the only locks taken are short ones in shared
  * state (the job's zero run, the adaptive window, a feature's), never
@@ -34,8 +35,8 @@
 #include "error.h"
 #include "lane.h"
 #include "lane_op.h"
+#include "lane_write.h"
 #include "minmax.h"
-#include "sparse.h"
 
 /* Start segment INDEX: FRESH if no lane had it before (not one to copy
  * again after a reconnection).
@@ -100,45 +101,6 @@ lane_advance (struct lane *l, struct extent *e, uint64_t n)
   l->pos += n;
   if (e->length == 0)
     l->next_extent++;
-}
-
-/* Make [offset, offset+len) of the destination read as zero, using OP
- * (of buffer B, or NULL).  Destinations without a zero operation get
- * zero data written, which needs len <= request_size.
- */
-static int
-lane_zero (struct lane *l, struct op *op, struct buffer *b, uint64_t offset,
-           uint64_t len)
-{
-  struct job *job = l->job;
-  struct endpoint *dst = job->dst;
-  int r;
-
-  if (dst->caps.can_zero) {
-    lane_prepare_op (l, op, OP_ZERO, b, offset, len);
-    r = dst->ops->zero (l->dst, len, offset, l->set->allocated, op);
-  }
-  else {
-    lane_prepare_op (l, op, OP_WRITE, b, offset, len);
-    r = dst->ops->write (l->dst, job->zero_buffer, len, offset, op);
-  }
-  if (r == -1) {
-    lane_fail (l, op->kind, offset, len, error_get (), 0);
-    return -1;
-  }
-  lane_sent (l, op);
-  return 0;
-}
-
-/* [OFFSET, OFFSET+LEN) of the destination reads as zero already: count
- * it as done, nothing sent.
- */
-static void
-lane_count_already_zero (struct lane *l, uint64_t offset, uint64_t len)
-{
-  l->stats.already_zero_bytes += len;
-  l->stats.skipped_bytes += len;
-  job_count_done (l->job, offset, len);
 }
 
 /* Issue what can be issued for zero extent E, at most MAX bytes of it.
@@ -458,65 +420,6 @@ lane_issue (struct lane *l)
     if (r != 0)
       return;
   }
-}
-
-static void
-buffer_release (struct lane *l, struct buffer *b)
-{
-  l->queued_bytes -= b->len;
-  pool_put (&l->pool, b->index);
-  window_sample (&l->job->window, now_ns (), b->len);
-}
-
-/* A read finished: write its data runs, zero its zero runs. */
-static void
-lane_write_buffer (struct lane *l, struct buffer *b)
-{
-  struct job *job = l->job;
-  const struct settings *set = l->set;
-  struct endpoint *dst = job->dst;
-  struct run *runs = l->run_scratch;
-  const char *data = pool_data (&l->pool, b->index);
-  /* Zero detection only pays when zeroes can be sent as zero requests
-     or skipped; otherwise the zeroes are written as they are. */
-  size_t block
-      = dst->caps.can_zero || set->destination_is_zero ? set->sparse_size : 0;
-  size_t n = sparse_runs (data, b->len, block, runs, l->runs_per_buffer);
-
-  for (size_t i = 0; i < n && !job_stopped (job) && !l->broken; i++) {
-    struct op *op = &b->runs[i];
-    uint64_t offset = b->offset + runs[i].offset;
-
-    if (runs[i].zero && set->destination_is_zero) {
-      l->stats.skipped_bytes += runs[i].length;
-      job_count_done (job, offset, runs[i].length);
-      continue;
-    }
-    if (runs[i].zero && b->dest_zero) {
-      lane_count_already_zero (l, offset, runs[i].length);
-      continue;
-    }
-    if (runs[i].zero) {
-      if (lane_zero (l, op, b, offset, runs[i].length) == -1)
-        break;
-    }
-    else {
-      lane_prepare_op (l, op, OP_WRITE, b, offset, runs[i].length);
-      if (dst->ops->write (l->dst, data + runs[i].offset, runs[i].length,
-                           offset, op)
-          == -1) {
-        lane_fail (l, OP_WRITE, offset, runs[i].length, error_get (), 0);
-        break;
-      }
-      lane_sent (l, op);
-    }
-    b->pending++;
-  }
-  /* Told once its writes are on their way: the buffer stays until they
-     are done, and the features' work (hashing) overlaps them. */
-  lane_features_data_read (&l->features, b->offset, data, b->len);
-  if (b->pending == 0)
-    buffer_release (l, b);
 }
 
 /* A read of a stream source met the stream's end after OP->got bytes:
