@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lane_dest_zero.h"
 #include "lane_recover.h"
 #include "lane_struct.h"
 
@@ -26,10 +27,5 @@ void lane_issue (struct lane *l);
 void lane_op_done (struct lane *l, struct op *op);
 /* Once a lane has nothing left to copy, flush it; then it is done. */
 void lane_check_finished (struct lane *l);
-/* Whether a request L gave up on may still be answered into L's
- * memory (see dest_zero_given_up): then L must not be freed before its
- * connection is closed.
- */
-bool lane_has_late_reply (const struct lane *l);
 
 #endif
