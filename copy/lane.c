@@ -20,16 +20,16 @@
  * happens when a request fails, and reconnecting (--retry), are in
  * lane_recover.c; what a finished read becomes (zero detection, the
  * writes and zeroes) in lane_write.c; asking the destination where it
- * reads as zero in lane_dest_zero.c.  Nothing here allocates after lane_init or
- * waits for I/O to finish (except that a stream's reads and writes happen
- * inside the call, stream.c); the only locks taken are short ones in shared
- * state (the job's zero run, the adaptive window, a feature's), never
- * held across I/O.
+ * reads as zero in lane_dest_zero.c; the lane's memory in lane_setup.c.
+ * Nothing here allocates after lane_init or waits for I/O to finish
+ * (except that a stream's reads and writes happen inside the call,
+ * stream.c); the only locks taken are short ones in shared state (the
+ * job's zero run, the adaptive window, a feature's), never held across
+ * I/O.
  */
 #include <config.h>
 
-#include <stdlib.h>
-#include <string.h>
+#include <stdint.h>
 
 #include "clock.h"
 #include "error.h"
@@ -464,85 +464,4 @@ lane_check_finished (struct lane *l)
   if (l->segment != NO_SEGMENT && lane_features_finish_segments (&l->features))
     lane_segment_finished (l);
   lane_flush (l, LANE_FLUSHING);
-}
-
-unsigned
-lane_buffers (const struct settings *set)
-{
-  /* No point in more buffers than the byte budget can keep busy. */
-  if (set->queue_size / set->request_size < set->requests)
-    return MAX (set->queue_size / set->request_size, (uint64_t) 1);
-  return set->requests;
-}
-
-/* Runs a buffer may be split into: one per zero-detection block, so
- * that data and holes alternating block by block are written as such.
- */
-static unsigned
-lane_runs_per_buffer (const struct settings *set)
-{
-  uint64_t blocks = MIN_RUNS_PER_BUFFER;
-
-  if (set->sparse_size)
-    blocks = (set->request_size + set->sparse_size - 1) / set->sparse_size;
-  blocks = MAX (blocks, (uint64_t) MIN_RUNS_PER_BUFFER);
-  return MIN (blocks, (uint64_t) MAX_RUNS_PER_BUFFER);
-}
-
-int
-lane_init (struct lane *l, unsigned index, struct job *job,
-           struct op_queue *done, struct conn *src, struct conn *dst)
-{
-  const struct settings *set = job->set;
-  unsigned nbuffers = lane_buffers (set);
-
-  *l = (struct lane){
-    .index = index,
-    .job = job,
-    .set = set,
-    .done = done,
-    .src = src,
-    .dst = dst,
-    .segment = NO_SEGMENT,
-  };
-  l->extents.v = l->extent_store;
-  l->extents.cap = EXTENTS_PER_LANE;
-  l->extents.fold_below = set->fold_below;
-  source_extents_init (&l->source, set, &job->zero_run,
-                       job->src->ops->extents && job->src->caps.can_extents);
-  dest_zero_init (&l->dest, set->ask_destination_zero, set->align);
-  if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
-    return -1;
-  l->runs_per_buffer = lane_runs_per_buffer (set);
-  l->buffers = calloc (nbuffers, sizeof *l->buffers);
-  l->run_ops
-      = calloc ((size_t) nbuffers * l->runs_per_buffer, sizeof *l->run_ops);
-  l->run_scratch = calloc (l->runs_per_buffer, sizeof *l->run_scratch);
-  l->zero_ops = calloc (set->requests, sizeof *l->zero_ops);
-  l->free_zero_ops = calloc (set->requests, sizeof *l->free_zero_ops);
-  if (!l->buffers || !l->run_ops || !l->run_scratch || !l->zero_ops
-      || !l->free_zero_ops) {
-    error_set ("out of memory");
-    return -1;
-  }
-  for (unsigned i = 0; i < nbuffers; i++) {
-    l->buffers[i].index = i;
-    l->buffers[i].runs = &l->run_ops[(size_t) i * l->runs_per_buffer];
-  }
-  for (unsigned i = 0; i < set->requests; i++)
-    lane_put_zero_op (l, &l->zero_ops[i]);
-  op_queue_init (&l->late);
-  return 0;
-}
-
-void
-lane_destroy (struct lane *l)
-{
-  lane_features_destroy (&l->features);
-  pool_destroy (&l->pool);
-  free (l->buffers);
-  free (l->run_ops);
-  free (l->run_scratch);
-  free (l->zero_ops);
-  free (l->free_zero_ops);
 }

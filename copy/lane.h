@@ -10,17 +10,9 @@
 
 #include "lane_dest_zero.h"
 #include "lane_recover.h"
+#include "lane_setup.h"
 #include "lane_struct.h"
 
-/* Set up L for JOB on connections SRC and DST; finished requests go on
- * DONE.  Allocates the lane's buffers: nothing is allocated after.  The
- * caller then attaches the features (l->features, feature_list.c).
- */
-int lane_init (struct lane *l, unsigned index, struct job *job,
-               struct op_queue *done, struct conn *src, struct conn *dst);
-void lane_destroy (struct lane *l);
-/* The buffers each lane has, with settings SET. */
-unsigned lane_buffers (const struct settings *set);
 /* Issue as much work as buffers and request slots allow. */
 void lane_issue (struct lane *l);
 /* OP, a request of L, finished: act on it. */
