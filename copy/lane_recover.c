@@ -10,7 +10,7 @@
  *
  * It does not issue copy requests or choose segments (lane.c), keep
  * the segments to copy again (feature_checkpoint.c), or notice
- * timeouts (engine.c's workers do).
+ * timeouts (worker.c's workers do).
  * lane_retry's reconnection blocks the worker for the handshake; the
  * rest only updates the lane.
  */

@@ -17,9 +17,10 @@
 
 copy="$srcdir/copy"
 # The layers above the endpoints, as headers and as object names.
-upper="lane job engine op pool window zero_run settings bitmap verify
-       journal journal_identity blkhash blkhash_file progress progress_out stats
-       refuse main"
+upper="lane lane_struct lane_op lane_setup lane_write lane_dest_zero
+       lane_recover job engine worker op pool window zero_run settings bitmap
+       verify journal journal_identity blkhash blkhash_file progress
+       progress_out stats refuse main"
 # And what the endpoints are given instead: the command line's options.
 forbidden="$upper options"
 
