@@ -111,6 +111,18 @@ open_direct (struct endpoint *ep, struct file *f, bool writable)
   return 0;
 }
 
+/* Close F's descriptors and free it. */
+static void
+file_free (struct file *f)
+{
+  if (f->fd >= 0)
+    close (f->fd);
+  if (f->direct_fd >= 0)
+    close (f->direct_fd);
+  free (f->zeroes);
+  free (f);
+}
+
 int
 file_open (struct endpoint *ep, bool writable, unsigned want)
 {
@@ -187,12 +199,7 @@ fail:
   free (ep->conns);
   ep->conns = NULL;
   ep->nconns = 0;
-  if (f->fd >= 0)
-    close (f->fd);
-  if (f->direct_fd >= 0)
-    close (f->direct_fd);
-  free (f->zeroes);
-  free (f);
+  file_free (f);
   return -1;
 }
 
@@ -282,10 +289,5 @@ file_close (struct endpoint *ep, bool clean)
      ('{ nbdcp SRC -; echo more; } > f'). */
   if (f->is_std && clean && ep->size >= 0)
     lseek (f->fd, ep->size, SEEK_SET);
-  if (f->fd >= 0)
-    close (f->fd);
-  if (f->direct_fd >= 0)
-    close (f->direct_fd);
-  free (f->zeroes);
-  free (f);
+  file_free (f);
 }
