@@ -593,6 +593,13 @@ expect_fail ()
   fi
 }
 
+# expect_equal WHAT EXPECTED ACTUAL: fail, saying WHAT, unless ACTUAL
+# is the string EXPECTED.
+expect_equal ()
+{
+  [ "$2" = "$3" ] || fail "$1: expected $2, got $3"
+}
+
 # ends_within PID SECONDS: wait up to SECONDS for background process PID
 # (a child of this shell) to end.  If it has not, kill it (its stderr is
 # in $tmp/err, shown) and return 1; the caller says what it expected.
