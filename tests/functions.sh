@@ -161,6 +161,19 @@ _include_closure ()
   done
 }
 
+# symbols_defined LABEL OBJECT: "SYMBOL LABEL" for each global symbol
+# OBJECT defines.  symbols_used_from OBJECT DEFINED: the lines of
+# DEFINED (symbols_defined's, sorted) whose symbol OBJECT uses.  For
+# the tests that check the layering of the objects (nm).
+symbols_defined ()
+{
+  nm --defined-only -g "$2" | awk -v f="$1" 'NF == 3 { print $3, f }'
+}
+symbols_used_from ()
+{
+  nm -u "$1" | awk '{ print $NF }' | sort | join - "$2"
+}
+
 # Wait (60 s at most) until Unix socket $1 exists.  start_nbdkit also
 # waits for the server's pid file, which nbdkit writes once it listens.
 wait_for_socket ()

@@ -67,13 +67,12 @@ done
 if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-lane.o ]; then
   for o in $feature_objects; do
     [ -f "copy/nbdcp-$o.o" ] || fail "copy/nbdcp-$o.o not built"
-    nm --defined-only -g "copy/nbdcp-$o.o" |
-      awk -v f="$o.c" 'NF == 3 { print $3, f }'
+    symbols_defined "$o.c" "copy/nbdcp-$o.o"
   done | sort >"$tmp/feature-symbols"
   [ -s "$tmp/feature-symbols" ] || fail "no feature symbols found"
   for o in $lane_objects; do
-    nm -u "copy/nbdcp-$o.o" | awk '{ print $NF }' | sort >"$tmp/needs"
-    join "$tmp/needs" "$tmp/feature-symbols" >"$tmp/up" || :
+    symbols_used_from "copy/nbdcp-$o.o" "$tmp/feature-symbols" >"$tmp/up" \
+      || :
     while read -r sym def; do
       echo "layering: copy/$o.c uses $sym, defined in $def: the lane" \
            "must reach the features through events only" >&2

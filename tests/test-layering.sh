@@ -78,8 +78,7 @@ done
 if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
   for u in $forbidden; do
     [ -f "copy/nbdcp-$u.o" ] || continue
-    nm --defined-only -g "copy/nbdcp-$u.o" |
-      awk -v f="$u.c" 'NF == 3 { print $3, f }'
+    symbols_defined "$u.c" "copy/nbdcp-$u.o"
   done | sort >"$tmp/upper-symbols"
   # Except what op_io.h declares for the endpoints (op_complete...).
   sed -n 's/^[a-z].*[ *]\(op_[a-z_]*\) (.*/\1/p' "$copy/op_io.h" \
@@ -89,8 +88,7 @@ if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
     case "$f" in *.c) ;; *) continue ;; esac
     o="copy/nbdcp-$(basename "$f" .c).o"
     [ -f "$o" ] || fail "$o not built"
-    nm -u "$o" | awk '{ print $NF }' | sort >"$tmp/needs"
-    join "$tmp/needs" "$tmp/upper-symbols" | grep -vwFf "$tmp/allowed" \
+    symbols_used_from "$o" "$tmp/upper-symbols" | grep -vwFf "$tmp/allowed" \
       >"$tmp/up" || :
     while read -r sym def; do
       echo "layering: ${f#$srcdir/} uses $sym, defined in $def:" \
@@ -101,15 +99,13 @@ if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
   # ring.o and op.o use nothing that an endpoint object defines.
   for f in "${endpoint_files[@]}"; do
     case "$f" in *.c) ;; *) continue ;; esac
-    nm --defined-only -g "copy/nbdcp-$(basename "$f" .c).o" |
-      awk -v f="${f#$srcdir/}" 'NF == 3 { print $3, f }'
+    symbols_defined "${f#$srcdir/}" "copy/nbdcp-$(basename "$f" .c).o"
   done | sort >"$tmp/endpoint-symbols"
   for f in "${lower_files[@]}"; do
     case "$f" in *.c) ;; *) continue ;; esac
     o="copy/nbdcp-$(basename "$f" .c).o"
     [ -f "$o" ] || fail "$o not built"
-    nm -u "$o" | awk '{ print $NF }' | sort >"$tmp/needs"
-    join "$tmp/needs" "$tmp/endpoint-symbols" >"$tmp/up" || :
+    symbols_used_from "$o" "$tmp/endpoint-symbols" >"$tmp/up" || :
     while read -r sym def; do
       echo "layering: ${f#$srcdir/} uses $sym, defined in $def:" \
            "ring and op must not call up into the endpoints" >&2
