@@ -161,6 +161,23 @@ _include_closure ()
   done
 }
 
+# includes_none WHY FILE HEADER...: FILE includes none of the HEADERs,
+# not even through another header (include_closure); each one it does
+# is said on stderr, with WHY, and then it returns 1.
+includes_none ()
+{
+  local why=$1 f=$2 h r=0
+  shift 2
+  include_closure "$f"
+  for h in "$@"; do
+    [ -n "${included_by[$h]:-}" ] || continue
+    echo "layering: ${f#$srcdir/} includes $h" \
+         "(through ${included_by[$h]#$srcdir/}): $why" >&2
+    r=1
+  done
+  return $r
+}
+
 # symbols_defined LABEL OBJECT: "SYMBOL LABEL" for each global symbol
 # OBJECT defines.  symbols_used_from OBJECT DEFINED: the lines of
 # DEFINED (symbols_defined's, sorted) whose symbol OBJECT uses.  For

@@ -40,26 +40,13 @@ done
 
 bad=0
 for f in "${lane_files[@]}"; do
-  include_closure "$f"
-  for h in $feature_headers feature_list.h; do
-    if [ -n "${included_by[$h]:-}" ]; then
-      echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${included_by[$h]#$srcdir/}): the lane must reach the" \
-           "features through lane_feature.h's events only" >&2
-      bad=1
-    fi
-  done
+  includes_none \
+    "the lane must reach the features through lane_feature.h's events only" \
+    "$f" $feature_headers feature_list.h || bad=1
 done
 for f in "$copy"/feature_*.[ch] "$copy"/source_extents.[ch] \
          "$copy"/dest_zero.[ch]; do
-  include_closure "$f"
-  for h in $lane_headers; do
-    if [ -n "${included_by[$h]:-}" ]; then
-      echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${included_by[$h]#$srcdir/}): it must not know the lane" >&2
-      bad=1
-    fi
-  done
+  includes_none "it must not know the lane" "$f" $lane_headers || bad=1
 done
 
 # The symbols, from automake's objects (copy/nbdcp-NAME.o) in this

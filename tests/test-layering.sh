@@ -46,30 +46,19 @@ done
 
 
 bad=0
+upper_headers=()
+for u in $upper; do
+  upper_headers+=("$u.h")
+done
 for f in "${endpoint_files[@]}"; do
-  include_closure "$f"
-  for u in $forbidden; do
-    [ -n "${included_by[$u.h]:-}" ] || continue
-    if [ "$u" = options ]; then
-      why="an endpoint reads struct endpoint_settings, not the options"
-    else
-      why="an endpoint must not depend on the layers above it"
-    fi
-    echo "layering: ${f#$srcdir/} includes $u.h" \
-         "(through ${included_by[$u.h]#$srcdir/}): $why" >&2
-    bad=1
-  done
+  includes_none "an endpoint must not depend on the layers above it" \
+    "$f" "${upper_headers[@]}" || bad=1
+  includes_none "an endpoint reads struct endpoint_settings, not the options" \
+    "$f" options.h || bad=1
 done
 for f in "${lower_files[@]}"; do
-  include_closure "$f"
-  for h in "${endpoint_headers[@]}"; do
-    if [ -n "${included_by[$h]:-}" ]; then
-      echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${included_by[$h]#$srcdir/}): ring and op are below the" \
-           "endpoints, which call down into them" >&2
-      bad=1
-    fi
-  done
+  includes_none "ring and op are below the endpoints, which call down into them" \
+    "$f" "${endpoint_headers[@]}" || bad=1
 done
 
 # The symbols: what the endpoint objects need that an upper object
