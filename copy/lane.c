@@ -18,71 +18,25 @@
  * those attached to it (lane_feature.h), which may hold it back at a
  * gate, change what it does with a range, or only observe.  What
  * happens when a request fails, and reconnecting (--retry), are in
- * lane_recover.c.  Nothing here allocates after lane_init or waits for
- * I/O to finish (except that a stream's reads and writes happen inside
- * the call, stream.c); the only locks taken are short ones in shared
- * state (the job's zero run, the adaptive window, a feature's), never
- * held across I/O.
+ * lane_recover.c; what a finished read becomes (zero detection, the
+ * writes and zeroes) in lane_write.c; asking the destination where it
+ * reads as zero in lane_dest_zero.c; the lane's memory in lane_setup.c.
+ * Nothing here allocates after lane_init or waits for I/O to finish
+ * (except that a stream's reads and writes happen inside the call,
+ * stream.c); the only locks taken are short ones in shared state (the
+ * job's zero run, the adaptive window, a feature's), never held across
+ * I/O.
  */
 #include <config.h>
 
-#include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdint.h>
 
 #include "clock.h"
 #include "error.h"
-#include "lane_internal.h"
+#include "lane.h"
+#include "lane_op.h"
+#include "lane_write.h"
 #include "minmax.h"
-#include "sparse.h"
-
-/* Make OP a request of L. */
-static void
-lane_prepare_op (struct lane *l, struct op *op, enum op_kind kind,
-                 struct buffer *b, uint64_t offset, uint64_t length)
-{
-  *op = (struct op){
-    .done = l->done,
-    .lane = l,
-    .buf = b,
-    .kind = kind,
-    .offset = offset,
-    .length = length,
-  };
-}
-
-/* OP has been sent.  The time is for --timeout, and for saying what a
- * stopped copy was waiting for.
- */
-static void
-lane_sent (struct lane *l, struct op *op)
-{
-  int side = !op_on_source (op->kind);
-
-  op->in_flight = true;
-  op->sent_ms = now_ms ();
-  op_list_append (&l->sent, op);
-  if (l->activity[side].inflight++ == 0)
-    l->activity[side].progress_ms = op->sent_ms;
-  l->stats.requests++;
-}
-
-/* Have the lane's worker look again by AT (ms) at the latest. */
-static void
-lane_wake_at (struct lane *l, int64_t at)
-{
-  if (!l->wake_at_ms || at < l->wake_at_ms)
-    l->wake_at_ms = at;
-}
-
-/* OP is no longer waited for: it finished, or it was given up. */
-static void
-lane_unsent (struct lane *l, struct op *op)
-{
-  op_list_remove (&l->sent, op);
-  l->activity[!op_on_source (op->kind)].inflight--;
-  op->in_flight = false;
-}
 
 /* Start segment INDEX: FRESH if no lane had it before (not one to copy
  * again after a reconnection).
@@ -147,57 +101,6 @@ lane_advance (struct lane *l, struct extent *e, uint64_t n)
   l->pos += n;
   if (e->length == 0)
     l->next_extent++;
-}
-
-static struct op *
-lane_get_zero_op (struct lane *l)
-{
-  return l->nfree_zero_ops ? l->free_zero_ops[--l->nfree_zero_ops] : NULL;
-}
-
-static void
-lane_put_zero_op (struct lane *l, struct op *op)
-{
-  l->free_zero_ops[l->nfree_zero_ops++] = op;
-}
-
-/* Make [offset, offset+len) of the destination read as zero, using OP
- * (of buffer B, or NULL).  Destinations without a zero operation get
- * zero data written, which needs len <= request_size.
- */
-static int
-lane_zero (struct lane *l, struct op *op, struct buffer *b, uint64_t offset,
-           uint64_t len)
-{
-  struct job *job = l->job;
-  struct endpoint *dst = job->dst;
-  int r;
-
-  if (dst->caps.can_zero) {
-    lane_prepare_op (l, op, OP_ZERO, b, offset, len);
-    r = dst->ops->zero (l->dst, len, offset, l->set->allocated, op);
-  }
-  else {
-    lane_prepare_op (l, op, OP_WRITE, b, offset, len);
-    r = dst->ops->write (l->dst, job->zero_buffer, len, offset, op);
-  }
-  if (r == -1) {
-    lane_fail (l, op->kind, offset, len, error_get (), 0);
-    return -1;
-  }
-  lane_sent (l, op);
-  return 0;
-}
-
-/* [OFFSET, OFFSET+LEN) of the destination reads as zero already: count
- * it as done, nothing sent.
- */
-static void
-lane_count_already_zero (struct lane *l, uint64_t offset, uint64_t len)
-{
-  l->stats.already_zero_bytes += len;
-  l->stats.skipped_bytes += len;
-  job_count_done (l->job, offset, len);
 }
 
 /* Issue what can be issued for zero extent E, at most MAX bytes of it.
@@ -351,71 +254,6 @@ lane_flushed (struct lane *l)
   lane_features_flushed (&l->features);
 }
 
-/* Ask the destination where the current segment reads as zero. */
-static void
-lane_fetch_dest_zero (struct lane *l)
-{
-  struct job *job = l->job;
-  struct op *op = &l->dest_zero_op;
-  uint64_t len = dest_zero_prepare (&l->dest, l->pos, atomic_load (&job->size),
-                                    atomic_load (&job->next_segment));
-
-  if (len == 0)
-    return;
-  lane_prepare_op (l, op, OP_DEST_EXTENTS, NULL, l->pos, len);
-  /* Not being able to ask is no failure: the segment is zeroed as
-     before, and a broken connection shows at the next request. */
-  if (job->dst->ops->extents (l->dst, len, l->pos, &l->dest.list, op) == -1) {
-    dest_zero_answered (&l->dest, true);
-    return;
-  }
-  l->dest_zero_busy = true;
-  lane_sent (l, op);
-}
-
-/* The question to the destination has had its time: stop waiting.  The
- * segment is zeroed as if it had not been asked, and the lane asks no
- * more (a server this slow to answer costs more than it saves).  A
- * reply that comes later goes to l->late and is never looked at.
- */
-static void
-lane_give_up_dest_zero (struct lane *l, int64_t waited_ms)
-{
-  struct op *op = &l->dest_zero_op;
-
-  lane_unsent (l, op);
-  op->done = &l->late;
-  l->dest_zero_busy = false;
-  l->dest_zero_given_up = true;
-  dest_zero_give_up (&l->dest);
-  note (l->set->verbose,
-        "destination connection %u: no answer to block status at offset "
-        "%" PRIu64 " length %" PRIu64 " in %.1f s; zeroing holes without "
-        "asking from now on",
-        l->index + 1, op->offset, op->length, waited_ms / 1000.0);
-}
-
-/* Whether the lane must still wait for the destination's answer (and
- * then its worker is woken by the question's deadline).
- */
-static bool
-lane_waits_for_dest_zero (struct lane *l)
-{
-  int64_t deadline, now;
-
-  if (!l->dest_zero_busy)
-    return false;
-  deadline
-      = l->dest_zero_op.sent_ms + dest_zero_deadline_ms (l->set->timeout_ms);
-  now = now_ms ();
-  if (now < deadline) {
-    lane_wake_at (l, deadline);
-    return true;
-  }
-  lane_give_up_dest_zero (l, now - l->dest_zero_op.sent_ms);
-  return false;
-}
-
 /* Learn the source's extents of [pos, segment_end): ask, or have them
  * made up.  -1 if the request could not be sent (lane_fail has been
  * told).
@@ -517,65 +355,6 @@ lane_issue (struct lane *l)
     if (r != 0)
       return;
   }
-}
-
-static void
-buffer_release (struct lane *l, struct buffer *b)
-{
-  l->queued_bytes -= b->len;
-  pool_put (&l->pool, b->index);
-  window_sample (&l->job->window, now_ns (), b->len);
-}
-
-/* A read finished: write its data runs, zero its zero runs. */
-static void
-lane_write_buffer (struct lane *l, struct buffer *b)
-{
-  struct job *job = l->job;
-  const struct settings *set = l->set;
-  struct endpoint *dst = job->dst;
-  struct run *runs = l->run_scratch;
-  const char *data = pool_data (&l->pool, b->index);
-  /* Zero detection only pays when zeroes can be sent as zero requests
-     or skipped; otherwise the zeroes are written as they are. */
-  size_t block
-      = dst->caps.can_zero || set->destination_is_zero ? set->sparse_size : 0;
-  size_t n = sparse_runs (data, b->len, block, runs, l->runs_per_buffer);
-
-  for (size_t i = 0; i < n && !job_stopped (job) && !l->broken; i++) {
-    struct op *op = &b->runs[i];
-    uint64_t offset = b->offset + runs[i].offset;
-
-    if (runs[i].zero && set->destination_is_zero) {
-      l->stats.skipped_bytes += runs[i].length;
-      job_count_done (job, offset, runs[i].length);
-      continue;
-    }
-    if (runs[i].zero && b->dest_zero) {
-      lane_count_already_zero (l, offset, runs[i].length);
-      continue;
-    }
-    if (runs[i].zero) {
-      if (lane_zero (l, op, b, offset, runs[i].length) == -1)
-        break;
-    }
-    else {
-      lane_prepare_op (l, op, OP_WRITE, b, offset, runs[i].length);
-      if (dst->ops->write (l->dst, data + runs[i].offset, runs[i].length,
-                           offset, op)
-          == -1) {
-        lane_fail (l, OP_WRITE, offset, runs[i].length, error_get (), 0);
-        break;
-      }
-      lane_sent (l, op);
-    }
-    b->pending++;
-  }
-  /* Told once its writes are on their way: the buffer stays until they
-     are done, and the features' work (hashing) overlaps them. */
-  lane_features_data_read (&l->features, b->offset, data, b->len);
-  if (b->pending == 0)
-    buffer_release (l, b);
 }
 
 /* A read of a stream source met the stream's end after OP->got bytes:
@@ -685,92 +464,4 @@ lane_check_finished (struct lane *l)
   if (l->segment != NO_SEGMENT && lane_features_finish_segments (&l->features))
     lane_segment_finished (l);
   lane_flush (l, LANE_FLUSHING);
-}
-
-unsigned
-lane_buffers (const struct settings *set)
-{
-  /* No point in more buffers than the byte budget can keep busy. */
-  if (set->queue_size / set->request_size < set->requests)
-    return MAX (set->queue_size / set->request_size, (uint64_t) 1);
-  return set->requests;
-}
-
-/* Runs a buffer may be split into: one per zero-detection block, so
- * that data and holes alternating block by block are written as such.
- */
-static unsigned
-lane_runs_per_buffer (const struct settings *set)
-{
-  uint64_t blocks = MIN_RUNS_PER_BUFFER;
-
-  if (set->sparse_size)
-    blocks = (set->request_size + set->sparse_size - 1) / set->sparse_size;
-  blocks = MAX (blocks, (uint64_t) MIN_RUNS_PER_BUFFER);
-  return MIN (blocks, (uint64_t) MAX_RUNS_PER_BUFFER);
-}
-
-int
-lane_init (struct lane *l, unsigned index, struct job *job,
-           struct op_queue *done, struct conn *src, struct conn *dst)
-{
-  const struct settings *set = job->set;
-  unsigned nbuffers = lane_buffers (set);
-
-  *l = (struct lane){
-    .index = index,
-    .job = job,
-    .set = set,
-    .done = done,
-    .src = src,
-    .dst = dst,
-    .segment = NO_SEGMENT,
-  };
-  l->extents.v = l->extent_store;
-  l->extents.cap = EXTENTS_PER_LANE;
-  l->extents.fold_below = set->fold_below;
-  source_extents_init (&l->source, set, &job->zero_run,
-                       job->src->ops->extents && job->src->caps.can_extents);
-  dest_zero_init (&l->dest, set->ask_destination_zero, set->align);
-  if (pool_init (&l->pool, nbuffers, set->request_size) == -1)
-    return -1;
-  l->runs_per_buffer = lane_runs_per_buffer (set);
-  l->buffers = calloc (nbuffers, sizeof *l->buffers);
-  l->run_ops
-      = calloc ((size_t) nbuffers * l->runs_per_buffer, sizeof *l->run_ops);
-  l->run_scratch = calloc (l->runs_per_buffer, sizeof *l->run_scratch);
-  l->zero_ops = calloc (set->requests, sizeof *l->zero_ops);
-  l->free_zero_ops = calloc (set->requests, sizeof *l->free_zero_ops);
-  if (!l->buffers || !l->run_ops || !l->run_scratch || !l->zero_ops
-      || !l->free_zero_ops) {
-    error_set ("out of memory");
-    return -1;
-  }
-  for (unsigned i = 0; i < nbuffers; i++) {
-    l->buffers[i].index = i;
-    l->buffers[i].runs = &l->run_ops[(size_t) i * l->runs_per_buffer];
-  }
-  for (unsigned i = 0; i < set->requests; i++)
-    lane_put_zero_op (l, &l->zero_ops[i]);
-  op_queue_init (&l->late);
-  return 0;
-}
-
-bool
-lane_has_late_reply (const struct lane *l)
-{
-  /* Given up and not answered yet. */
-  return l->dest_zero_given_up && !l->late.head;
-}
-
-void
-lane_destroy (struct lane *l)
-{
-  lane_features_destroy (&l->features);
-  pool_destroy (&l->pool);
-  free (l->buffers);
-  free (l->run_ops);
-  free (l->run_scratch);
-  free (l->zero_ops);
-  free (l->free_zero_ops);
 }

@@ -8,152 +8,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dest_zero.h"
-#include "endpoint.h"
-#include "job.h"
-#include "lane_feature.h"
-#include "op.h"
-#include "pool.h"
-#include "source_extents.h"
-#include "sparse.h"
-#include "stats.h"
+#include "lane_dest_zero.h"
+#include "lane_recover.h"
+#include "lane_setup.h"
+#include "lane_struct.h"
 
-/* Writes and zeroes one buffer may turn into after zero detection: as
-   many as it has zero-detection blocks (a buffer of data and holes
-   alternating block by block keeps its holes), within these bounds. */
-#define MIN_RUNS_PER_BUFFER 32
-#define MAX_RUNS_PER_BUFFER 256
-
-struct buffer {
-  unsigned index;  /* in the lane's pool */
-  uint64_t offset; /* of the disk */
-  uint32_t len;
-  unsigned pending; /* runs still in flight */
-  bool dest_zero;   /* the destination read as zero here when the read
-                       was issued: its zero runs need not be sent */
-  struct op read;
-  struct op *runs; /* the lane's runs_per_buffer */
-};
-
-enum lane_state {
-  LANE_COPYING,
-  LANE_CHECKPOINT, /* flushing between segments (--checkpoint) */
-  LANE_FLUSHING,   /* the last flush */
-  LANE_RETRY_WAIT, /* a connection broke: reconnect at retry_at_ms */
-  LANE_DONE,
-};
-
-struct lane {
-  unsigned index; /* for messages */
-  struct job *job;
-  const struct settings *set;
-  struct op_queue *done; /* the owning worker's */
-  struct conn *src, *dst;
-  enum lane_state state;
-  /* What rides along: --blkhash, --resume, --checkpoint... (attached
-     by the engine, feature_list.c).  The lane raises events to them. */
-  struct lane_features features;
-
-  struct pool pool;
-  struct buffer *buffers; /* one per pool buffer */
-  unsigned runs_per_buffer;
-  struct op *run_ops;      /* the buffers' runs */
-  struct run *run_scratch; /* zero detection's answer for one buffer */
-  uint64_t queued_bytes;   /* in buffers that are in use */
-
-  struct op *zero_ops; /* for zero extents: request slots */
-  struct op **free_zero_ops;
-  unsigned nfree_zero_ops;
-
-  struct op extents_op, flush_op;
-  /* The source's extents of [pos, ...) in the current segment, and
-     how they are learnt (source_extents.c). */
-  struct extent extent_store[EXTENTS_PER_LANE];
-  struct extent_list extents;
-  size_t next_extent;
-  bool extents_busy;
-  struct source_extents source;
-
-  /* Where the destination reads as zero in the current segment, asked
-     once per segment (dest_zero.c). */
-  struct dest_zero dest;
-  struct op dest_zero_op;
-  bool dest_zero_busy;
-  /* The question is only worth a short wait: one not answered by
-     dest_zero_deadline_ms is given up (the segment is zeroed as without
-     it, and this lane asks no more).  Its late reply, if it ever comes,
-     lands on LATE, which nobody reads; until it does, the lane's memory
-     must outlive the connection (engine.c keeps it). */
-  bool dest_zero_given_up;
-  struct op_queue late;
-
-  /* A gate held the lane: look again soon (another lane must make
-     progress, which no event on this lane's ring announces), or at
-     wake_at_ms (0: no time set). */
-  bool wait_for_others;
-  int64_t wake_at_ms;
-
-  uint64_t segment; /* the current segment, or NO_SEGMENT */
-  uint64_t pos;     /* next byte to issue */
-  uint64_t segment_end;
-  bool no_more_segments;
-  bool eof; /* a stream source has ended */
-
-  /* Every request in flight, both sides, oldest first: put on it by
-     lane_sent, taken off when it finishes (or is given up, below). */
-  struct op_list sent;
-  /* Per connection, [0] the source's and [1] the destination's: for
-     --timeout, which counts from a connection's last sign of life, not
-     from when a request was sent (it may wait behind others). */
-  struct {
-    unsigned inflight;
-    int64_t progress_ms; /* last completion, or when it became busy */
-  } activity[2];
-  struct copy_stats stats;
-
-  /* --retry: a broken connection stops the lane; once nothing is in
-     flight it reconnects and the features say what to copy again
-     (lane_recover.c). */
-  bool broken;          /* a connection broke: recover once drained */
-  char broken_why[512]; /* the first failure that showed it */
-  unsigned attempts;    /* reconnections since a segment was finished */
-  int64_t retry_at_ms;
-};
-
-/* Set up L for JOB on connections SRC and DST; finished requests go on
- * DONE.  Allocates the lane's buffers: nothing is allocated after.  The
- * caller then attaches the features (l->features, feature_list.c).
- */
-int lane_init (struct lane *l, unsigned index, struct job *job,
-               struct op_queue *done, struct conn *src, struct conn *dst);
-void lane_destroy (struct lane *l);
-/* The buffers each lane has, with settings SET. */
-unsigned lane_buffers (const struct settings *set);
 /* Issue as much work as buffers and request slots allow. */
 void lane_issue (struct lane *l);
 /* OP, a request of L, finished: act on it. */
 void lane_op_done (struct lane *l, struct op *op);
 /* Once a lane has nothing left to copy, flush it; then it is done. */
 void lane_check_finished (struct lane *l);
-/* For a lane in LANE_RETRY_WAIT whose time has come: reconnect its
- * broken connections and go back to copying, or wait again.
- */
-void lane_retry (struct lane *l);
-/* --timeout found OP of L stalled: true if the lane will reconnect
- * (--retry; its connection has been cut), false if the copy must fail.
- */
-bool lane_timed_out (struct lane *l, const struct op *op, const char *why);
-/* The request of L that has waited longest, or NULL. */
-const struct op *lane_oldest_op (const struct lane *l);
-/* The oldest request on a connection of L that has had requests in
- * flight and finished none for LIMIT_MS or more at NOW, or NULL.
- */
-const struct op *lane_stalled_op (const struct lane *l, int64_t now,
-                                  int64_t limit_ms);
-/* Whether a request L gave up on may still be answered into L's
- * memory (see dest_zero_given_up): then L must not be freed before its
- * connection is closed.
- */
-bool lane_has_late_reply (const struct lane *l);
 
 #endif

@@ -10,7 +10,7 @@
  *
  * It does not issue copy requests or choose segments (lane.c), keep
  * the segments to copy again (feature_checkpoint.c), or notice
- * timeouts (engine.c's workers do).
+ * timeouts (worker.c's workers do).
  * lane_retry's reconnection blocks the worker for the handshake; the
  * rest only updates the lane.
  */
@@ -22,7 +22,7 @@
 
 #include "backoff.h"
 #include "error.h"
-#include "lane_internal.h"
+#include "lane_recover.h"
 #include "minmax.h"
 
 /* Whether a broken connection to EP can be made again (--retry, an NBD

@@ -183,6 +183,36 @@ _include_closure ()
   done
 }
 
+# includes_none WHY FILE HEADER...: FILE includes none of the HEADERs,
+# not even through another header (include_closure); each one it does
+# is said on stderr, with WHY, and then it returns 1.
+includes_none ()
+{
+  local why=$1 f=$2 h r=0
+  shift 2
+  include_closure "$f"
+  for h in "$@"; do
+    [ -n "${included_by[$h]:-}" ] || continue
+    echo "layering: ${f#$srcdir/} includes $h" \
+         "(through ${included_by[$h]#$srcdir/}): $why" >&2
+    r=1
+  done
+  return $r
+}
+
+# symbols_defined LABEL OBJECT: "SYMBOL LABEL" for each global symbol
+# OBJECT defines.  symbols_used_from OBJECT DEFINED: the lines of
+# DEFINED (symbols_defined's, sorted) whose symbol OBJECT uses.  For
+# the tests that check the layering of the objects (nm).
+symbols_defined ()
+{
+  nm --defined-only -g "$2" | awk -v f="$1" 'NF == 3 { print $3, f }'
+}
+symbols_used_from ()
+{
+  nm -u "$1" | awk '{ print $NF }' | sort | join - "$2"
+}
+
 # Wait (60 s at most) until Unix socket $1 exists.  start_nbdkit also
 # waits for the server's pid file, which nbdkit writes once it listens.
 wait_for_socket ()
@@ -613,6 +643,13 @@ expect_fail ()
     cat "$tmp/err" >&2
     fail "message does not match '$pattern': $*"
   fi
+}
+
+# expect_equal WHAT EXPECTED ACTUAL: fail, saying WHAT, unless ACTUAL
+# is the string EXPECTED.
+expect_equal ()
+{
+  [ "$2" = "$3" ] || fail "$1: expected $2, got $3"
 }
 
 # ends_within PID SECONDS: wait up to SECONDS for background process PID

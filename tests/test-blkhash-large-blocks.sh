@@ -21,12 +21,6 @@ requires_nbdkit_filter blocksize-policy
 "$NBDCP" --blkhash --help >/dev/null
 ref="${abs_srcdir:-$PWD}/tests/blkhash-ref.py"
 
-# expect WHAT EXPECTED ACTUAL
-expect ()
-{
-  [ "$2" = "$3" ] || fail "$1: expected $2, got $3"
-}
-
 # 130 MiB and a bit: two segments, a short last block of every size.
 size=$((130 * 1024 * 1024 + 3 * 4096 + 512))
 for max in 65536 1048576; do
@@ -68,7 +62,7 @@ case_ ()
       cat "$tmp/err$i" >&2
       fail "case $i ($spec, $*): nbdcp failed"
     }
-  expect "case $i ($spec, destination $dmax, $*)" "$want" "$got"
+  expect_equal "case $i ($spec, destination $dmax, $*)" "$want" "$got"
   check_same "$raw" "$dst" "case $i ($spec, $*)"
 }
 
@@ -86,7 +80,7 @@ case_ "$srctail" "$tmp/tail.raw" sha1/4M 65536 --queue-size=64K -R 1
 copy_across_break brk $size 0 $((4 * 1024 * 1024)) "$srctail" \
   -C 1 -T 1 --retry=10 --retry-delay=0.1 --blkhash=sha256/4M
 grep -q "reconnecting in" "$tmp/err" || fail "--retry: no reconnection"
-expect "--retry sha256/4M" "$(python3 "$ref" sha256/4M "$tmp/tail.raw")" \
+expect_equal "--retry sha256/4M" "$(python3 "$ref" sha256/4M "$tmp/tail.raw")" \
   "$(cat "$tmp/brk.out")"
 cmp "$tmp/tail.raw" "$tmp/brk.img" || fail "--retry: the copy differs"
 
@@ -99,7 +93,8 @@ run_nbdcp --verify --blkhash=sha256/4M -C 2 -T 2 "$srctail" "$vdst" \
     cat "$tmp/verify.err" >&2
     fail "--verify sha256/4M failed"
   }
-expect "--verify sha256/4M" "$(python3 "$ref" sha256/4M "$tmp/tail.raw")" \
+expect_equal "--verify sha256/4M" \
+  "$(python3 "$ref" sha256/4M "$tmp/tail.raw")" \
   "$(cat "$tmp/verify.out")"
 check_same "$tmp/tail.raw" "$vdst" "--verify sha256/4M"
 

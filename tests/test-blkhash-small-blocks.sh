@@ -14,21 +14,16 @@ requires_nbdkit_plugin sparse-random
 "$NBDCP" --blkhash --help >/dev/null
 ref="${abs_srcdir:-$PWD}/tests/blkhash-ref.py"
 
-# expect WHAT EXPECTED ACTUAL
-expect ()
-{
-  [ "$2" = "$3" ] || fail "$1: expected $2, got $3"
-}
-
 # nbdcopy's test: md5/4 on "hello" (two whole blocks and a short one).
 hello_md5_4=8262896de34125dec173722c920e8bd0
 printf hello >"$tmp/hello"
-expect "ref hello md5/4" $hello_md5_4 "$(python3 "$ref" md5/4 "$tmp/hello")"
-expect "hello md5/4, file" $hello_md5_4 \
+expect_equal "ref hello md5/4" $hello_md5_4 \
+  "$(python3 "$ref" md5/4 "$tmp/hello")"
+expect_equal "hello md5/4, file" $hello_md5_4 \
   "$(run_nbdcp --blkhash=md5/4 "$tmp/hello" null:)"
-expect "hello md5/4, NBD" $hello_md5_4 \
+expect_equal "hello md5/4, NBD" $hello_md5_4 \
   "$(run_nbdcp --blkhash=md5/4 -- [ "$NBDKIT" data '"hello"' ] null:)"
-expect "hello md5/4, stdin" $hello_md5_4 \
+expect_equal "hello md5/4, stdin" $hello_md5_4 \
   "$(run_nbdcp --blkhash=md5/4 - null: <"$tmp/hello")"
 
 # A 3 MiB image with data at its start, in its middle and in its short
@@ -43,7 +38,8 @@ printf 'tail!!' | dd of="$tmp/small.raw" bs=1 seek=$((size - 6)) \
   conv=notrunc 2>/dev/null
 for spec in md5/1 sha1/2 sha256/8 sha512/32 md5/128; do
   rm -f "$tmp/small.copy"
-  expect "$spec, small image" "$(python3 "$ref" "$spec" "$tmp/small.raw")" \
+  expect_equal "$spec, small image" \
+    "$(python3 "$ref" "$spec" "$tmp/small.raw")" \
     "$(run_nbdcp --blkhash="$spec" "$tmp/small.raw" "$tmp/small.copy")"
   cmp "$tmp/small.raw" "$tmp/small.copy" || fail "$spec: the copy differs"
 done
@@ -61,7 +57,7 @@ for spec in md5/8 sha256/256; do
   i=$((i + 1))
   start_nbdkit "m$i" memory $size
   dst=$(uri_of "$tmp/m$i.sock")
-  expect "$spec, 140 MiB" "$(python3 "$ref" "$spec" "$tmp/sr.raw")" \
+  expect_equal "$spec, 140 MiB" "$(python3 "$ref" "$spec" "$tmp/sr.raw")" \
     "$(run_nbdcp -C 4 -T 4 --blkhash="$spec" "$sr" "$dst")"
   check_same "$tmp/sr.raw" "$dst" "$spec, 140 MiB"
 done
@@ -71,5 +67,5 @@ run_nbdcp --verify --blkhash=md5/4 "$tmp/small.raw" "$tmp/verified.raw" \
   >"$tmp/verify.out" ||
   fail "--verify --blkhash=md5/4 failed"
 cmp "$tmp/small.raw" "$tmp/verified.raw" || fail "--verify: the copy differs"
-expect "--verify md5/4" "$(python3 "$ref" md5/4 "$tmp/small.raw")" \
+expect_equal "--verify md5/4" "$(python3 "$ref" md5/4 "$tmp/small.raw")" \
   "$(cat "$tmp/verify.out")"

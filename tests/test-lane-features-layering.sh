@@ -1,10 +1,11 @@
 #!/bin/bash
 # The lane copies, the features ride along (docs/design.md, "Features:
 # what rides along a lane"):
-# - lane.c and lane_recover.c call no feature by name: their objects
-#   use no symbol of blkhash.c, journal.c, rate.c, verify.c or a
-#   feature_*.c file (only lane_feature.c's events), and they include
-#   no feature header, not even through another;
+# - lane.c and the lane's other files (lane_*.[ch] but lane_feature.[ch])
+#   call no feature by name: their objects use no symbol of blkhash.c,
+#   journal.c, rate.c, verify.c or a feature_*.c file (only
+#   lane_feature.c's events), and they include no feature header, not
+#   even through another;
 # - the feature files, source_extents.c and dest_zero.c do not know the
 #   lane: they include no lane header and use no lane_ symbol but the
 #   events' (lane_features_add);
@@ -21,31 +22,31 @@ for f in "$copy"/feature_*.c; do
   feature_objects+=" $(basename "$f" .c)"
 done
 [ -f "$copy/feature_list.c" ] || fail "copy/feature_list.c not found"
+# The lane's own files: lane.c and those it is split into (lane_*.[ch]),
+# but not lane_feature.[ch], the events that stand between.
+lane_files=()
+lane_headers=""
+lane_objects=""
+for f in "$copy"/lane*.[ch]; do
+  case "$(basename "$f")" in lane_feature.*) continue ;; esac
+  lane_files+=("$f")
+  case "$f" in
+    *.h) lane_headers+=" $(basename "$f")" ;;
+    *.c) lane_objects+=" $(basename "$f" .c)" ;;
+  esac
+done
+[ "${#lane_files[@]}" -ge 4 ] || fail "the lane's files not found in $copy"
 
 
 bad=0
-for f in "$copy/lane.c" "$copy/lane_recover.c" "$copy/lane.h" \
-         "$copy/lane_internal.h"; do
-  include_closure "$f"
-  for h in $feature_headers feature_list.h; do
-    if [ -n "${included_by[$h]:-}" ]; then
-      echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${included_by[$h]#$srcdir/}): the lane must reach the" \
-           "features through lane_feature.h's events only" >&2
-      bad=1
-    fi
-  done
+for f in "${lane_files[@]}"; do
+  includes_none \
+    "the lane must reach the features through lane_feature.h's events only" \
+    "$f" $feature_headers feature_list.h || bad=1
 done
 for f in "$copy"/feature_*.[ch] "$copy"/source_extents.[ch] \
          "$copy"/dest_zero.[ch]; do
-  include_closure "$f"
-  for h in lane.h lane_internal.h; do
-    if [ -n "${included_by[$h]:-}" ]; then
-      echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${included_by[$h]#$srcdir/}): it must not know the lane" >&2
-      bad=1
-    fi
-  done
+  includes_none "it must not know the lane" "$f" $lane_headers || bad=1
 done
 
 # The symbols, from automake's objects (copy/nbdcp-NAME.o) in this
@@ -53,13 +54,12 @@ done
 if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-lane.o ]; then
   for o in $feature_objects; do
     [ -f "copy/nbdcp-$o.o" ] || fail "copy/nbdcp-$o.o not built"
-    nm --defined-only -g "copy/nbdcp-$o.o" |
-      awk -v f="$o.c" 'NF == 3 { print $3, f }'
+    symbols_defined "$o.c" "copy/nbdcp-$o.o"
   done | sort >"$tmp/feature-symbols"
   [ -s "$tmp/feature-symbols" ] || fail "no feature symbols found"
-  for o in lane lane_recover; do
-    nm -u "copy/nbdcp-$o.o" | awk '{ print $NF }' | sort >"$tmp/needs"
-    join "$tmp/needs" "$tmp/feature-symbols" >"$tmp/up" || :
+  for o in $lane_objects; do
+    symbols_used_from "copy/nbdcp-$o.o" "$tmp/feature-symbols" >"$tmp/up" \
+      || :
     while read -r sym def; do
       echo "layering: copy/$o.c uses $sym, defined in $def: the lane" \
            "must reach the features through events only" >&2

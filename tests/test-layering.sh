@@ -1,7 +1,7 @@
 #!/bin/bash
 # Nothing calls "up" (docs/design.md), and three rules hold it:
 #
-# - The endpoint files (endpoint.c, nbd*.c, file.c, stream.c, null.c
+# - The endpoint files (endpoint.c, nbd*.c, file*.c, stream.c, null.c
 #   and their headers) include no header of the engine or of what
 #   drives it, not even through another header, and their objects use
 #   no symbol defined by main.c, the engine or the files above the
@@ -17,14 +17,15 @@
 
 copy="$srcdir/copy"
 # The layers above the endpoints, as headers and as object names.
-upper="lane job engine op pool window zero_run settings bitmap verify
-       journal journal_identity blkhash blkhash_file progress progress_out stats
-       refuse main"
+upper="lane lane_struct lane_op lane_setup lane_write lane_dest_zero
+       lane_recover job engine worker op pool window zero_run settings bitmap
+       verify journal journal_identity blkhash blkhash_file progress
+       progress_out stats refuse main"
 # And what the endpoints are given instead: the command line's options.
 forbidden="$upper options"
 
 endpoint_files=()
-for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/file.c \
+for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/file*.[ch] \
          "$copy"/stream.c "$copy"/null.c; do
   [ -f "$f" ] && endpoint_files+=("$f")
 done
@@ -45,30 +46,19 @@ done
 
 
 bad=0
+upper_headers=()
+for u in $upper; do
+  upper_headers+=("$u.h")
+done
 for f in "${endpoint_files[@]}"; do
-  include_closure "$f"
-  for u in $forbidden; do
-    [ -n "${included_by[$u.h]:-}" ] || continue
-    if [ "$u" = options ]; then
-      why="an endpoint reads struct endpoint_settings, not the options"
-    else
-      why="an endpoint must not depend on the layers above it"
-    fi
-    echo "layering: ${f#$srcdir/} includes $u.h" \
-         "(through ${included_by[$u.h]#$srcdir/}): $why" >&2
-    bad=1
-  done
+  includes_none "an endpoint must not depend on the layers above it" \
+    "$f" "${upper_headers[@]}" || bad=1
+  includes_none "an endpoint reads struct endpoint_settings, not the options" \
+    "$f" options.h || bad=1
 done
 for f in "${lower_files[@]}"; do
-  include_closure "$f"
-  for h in "${endpoint_headers[@]}"; do
-    if [ -n "${included_by[$h]:-}" ]; then
-      echo "layering: ${f#$srcdir/} includes $h" \
-           "(through ${included_by[$h]#$srcdir/}): ring and op are below the" \
-           "endpoints, which call down into them" >&2
-      bad=1
-    fi
-  done
+  includes_none "ring and op are below the endpoints, which call down into them" \
+    "$f" "${endpoint_headers[@]}" || bad=1
 done
 
 # The symbols: what the endpoint objects need that an upper object
@@ -77,8 +67,7 @@ done
 if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
   for u in $forbidden; do
     [ -f "copy/nbdcp-$u.o" ] || continue
-    nm --defined-only -g "copy/nbdcp-$u.o" |
-      awk -v f="$u.c" 'NF == 3 { print $3, f }'
+    symbols_defined "$u.c" "copy/nbdcp-$u.o"
   done | sort >"$tmp/upper-symbols"
   # Except what op_io.h declares for the endpoints (op_complete...).
   sed -n 's/^[a-z].*[ *]\(op_[a-z_]*\) (.*/\1/p' "$copy/op_io.h" \
@@ -88,8 +77,7 @@ if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
     case "$f" in *.c) ;; *) continue ;; esac
     o="copy/nbdcp-$(basename "$f" .c).o"
     [ -f "$o" ] || fail "$o not built"
-    nm -u "$o" | awk '{ print $NF }' | sort >"$tmp/needs"
-    join "$tmp/needs" "$tmp/upper-symbols" | grep -vwFf "$tmp/allowed" \
+    symbols_used_from "$o" "$tmp/upper-symbols" | grep -vwFf "$tmp/allowed" \
       >"$tmp/up" || :
     while read -r sym def; do
       echo "layering: ${f#$srcdir/} uses $sym, defined in $def:" \
@@ -100,15 +88,13 @@ if command -v nm >/dev/null 2>&1 && [ -f copy/nbdcp-endpoint.o ]; then
   # ring.o and op.o use nothing that an endpoint object defines.
   for f in "${endpoint_files[@]}"; do
     case "$f" in *.c) ;; *) continue ;; esac
-    nm --defined-only -g "copy/nbdcp-$(basename "$f" .c).o" |
-      awk -v f="${f#$srcdir/}" 'NF == 3 { print $3, f }'
+    symbols_defined "${f#$srcdir/}" "copy/nbdcp-$(basename "$f" .c).o"
   done | sort >"$tmp/endpoint-symbols"
   for f in "${lower_files[@]}"; do
     case "$f" in *.c) ;; *) continue ;; esac
     o="copy/nbdcp-$(basename "$f" .c).o"
     [ -f "$o" ] || fail "$o not built"
-    nm -u "$o" | awk '{ print $NF }' | sort >"$tmp/needs"
-    join "$tmp/needs" "$tmp/endpoint-symbols" >"$tmp/up" || :
+    symbols_used_from "$o" "$tmp/endpoint-symbols" >"$tmp/up" || :
     while read -r sym def; do
       echo "layering: ${f#$srcdir/} uses $sym, defined in $def:" \
            "ring and op must not call up into the endpoints" >&2
