@@ -1,7 +1,7 @@
 #!/bin/bash
 # Nothing calls "up" (docs/design.md), and three rules hold it:
 #
-# - The endpoint files (endpoint.c, nbd*.c, file.c, stream.c, null.c
+# - The endpoint files (endpoint.c, nbd*.c, ssh_*.c, file.c, stream.c, null.c
 #   and their headers) include no header of the engine or of what
 #   drives it, not even through another header, and their objects use
 #   no symbol defined by main.c, the engine or the files above the
@@ -24,7 +24,7 @@ upper="lane job engine op pool window zero_run settings bitmap verify
 forbidden="$upper options"
 
 endpoint_files=()
-for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/file.c \
+for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/ssh_*.[ch] "$copy"/file.c \
          "$copy"/stream.c "$copy"/null.c; do
   [ -f "$f" ] && endpoint_files+=("$f")
 done
