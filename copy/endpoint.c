@@ -15,6 +15,7 @@
 
 #include "endpoint.h"
 #include "error.h"
+#include "ssh_uri.h"
 
 /* NBD URIs are recognised as nbdcopy does, by the scheme and its colon
  * alone: a malformed one ("nbd:host", "nbd:/x") still goes to libnbd,
@@ -115,10 +116,17 @@ classify (const char *spec, char **command, bool writable)
   }
   if (is_nbd_uri (spec))
     return &nbd_endpoint_ops;
+  /* nbd+ssh: refused here, before anything runs, if unsafe. */
+  if (ssh_uri_is (spec)) {
+    struct ssh_uri u;
+    return ssh_uri_parse (spec, &u) == 0 ? &nbd_endpoint_ops : NULL;
+  }
   if (is_other_uri (spec) && access (spec, F_OK) == -1) {
-    error_set ("%s: unknown URI scheme (expected nbd://, nbds://, "
-               "nbd+unix://, nbds+unix://, nbd+vsock://, null: or a file)",
-               spec);
+    error_set (
+        "%s: unknown URI scheme (expected nbd://, nbds://, "
+        "nbd+unix://, nbds+unix://, nbd+vsock://, nbd+ssh://, null: or a "
+        "file)",
+        spec);
     return NULL;
   }
   return local_kind (spec, writable);

@@ -29,6 +29,8 @@
 #include "minmax.h"
 #include "nbd.h"
 #include "segment.h"
+#include "ssh_connect.h"
+#include "ssh_uri.h"
 
 /* The least send buffer asked of a Unix socket: two default requests
    (which is where the 1 MiB default of an earlier version left it). */
@@ -182,8 +184,9 @@ print_debug (void *user_data, const char *context, const char *msg)
   return 0;
 }
 
-/* A handle connecting to EP: its URI, or its [ CMD ] run as a
- * subprocess with systemd socket activation.  With --bitmap it asks
+/* A handle connecting to EP: its URI (nbd+ssh:// through ssh, by
+ * ssh_connect.c), or its [ CMD ] run as a subprocess with systemd
+ * socket activation.  With --bitmap it asks
  * for the bitmap's meta context too, and OPT_MODE stops it in the
  * negotiation, so that the contexts the server offers can be listed if
  * the bitmap is not among them (see nbd_negotiate_bitmap).  On failure
@@ -199,6 +202,8 @@ handle_create (const struct endpoint *ep, const char *bitmap, bool opt_mode,
   nbd_debug_callback debug = { .callback = print_debug };
   char context[BITMAP_CONTEXT_MAX];
   bool uri = !ep->command;
+  bool ssh = uri && ssh_uri_is (ep->spec);
+  int ssh_failed = 0;
 #ifdef HAVE_NBD_SET_TLS_HOSTNAME
   char host[256];
 #endif
@@ -227,11 +232,16 @@ handle_create (const struct endpoint *ep, const char *bitmap, bool opt_mode,
       || (opt_mode && nbd_set_opt_mode (h, true) == -1)
       || (ep->command
               ? nbd_aio_connect_systemd_socket_activation (h, ep->command)
-              : nbd_aio_connect_uri (h, ep->spec))
+          : ssh ? (ssh_failed = ssh_connect (h, ep)) /* sets its error */
+                : nbd_aio_connect_uri (h, ep->spec))
              == -1) {
+    /* ssh that failed (ssh_connect.c) is tried again, as a refused
+       connection is. */
     if (final)
-      *final = nbd_failure_is_final (nbd_get_errno (), nbd_get_error ());
-    error_set ("%s", nbd_get_error ());
+      *final = !ssh_failed
+               && nbd_failure_is_final (nbd_get_errno (), nbd_get_error ());
+    if (!ssh_failed)
+      error_set ("%s", nbd_get_error ());
     nbd_close (h);
     return NULL;
   }

@@ -8,6 +8,7 @@ nbdcp_packages=(
   nbdkit qemu-utils libnbd-bin
   valgrind perl man-db python3 util-linux coreutils gnutls-bin time strace
   bc iproute2
+  openssh-server openssh-client netcat-openbsd
 )
 
 install_deps ()

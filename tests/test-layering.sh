@@ -1,7 +1,7 @@
 #!/bin/bash
 # Nothing calls "up" (docs/design.md), and three rules hold it:
 #
-# - The endpoint files (endpoint.c, nbd*.c, file*.c, stream.c, null.c
+# - The endpoint files (endpoint.c, nbd*.c, ssh_*.c, file*.c, stream.c, null.c
 #   and their headers) include no header of the engine or of what
 #   drives it, not even through another header, and their objects use
 #   no symbol defined by main.c, the engine or the files above the
@@ -25,7 +25,7 @@ upper="lane lane_struct lane_op lane_setup lane_write lane_dest_zero
 forbidden="$upper options"
 
 endpoint_files=()
-for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/file*.[ch] \
+for f in "$copy"/endpoint.[ch] "$copy"/nbd*.[ch] "$copy"/ssh_*.[ch] "$copy"/file*.[ch] \
          "$copy"/stream.c "$copy"/null.c; do
   [ -f "$f" ] && endpoint_files+=("$f")
 done
