@@ -6,14 +6,12 @@
  */
 #include <config.h>
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -28,6 +26,7 @@
 #include "error.h"
 #include "minmax.h"
 #include "nbd.h"
+#include "nbd_uri.h"
 #include "segment.h"
 #include "ssh_connect.h"
 #include "ssh_uri.h"
@@ -41,137 +40,6 @@
 #define KEEPALIVE_IDLE_S 60
 #define KEEPALIVE_INTERVAL_S 10
 #define KEEPALIVE_COUNT 6
-
-/* Copies the text from P up to the first of STOP (or the end) into
- * OUT (SIZE bytes, cut if longer), percent-decoded.  Returns where it
- * stopped.
- */
-static const char *
-uri_decode (const char *p, const char *stop, char *out, size_t size)
-{
-  size_t n = 0;
-
-  for (; *p && !strchr (stop, *p); p++) {
-    char c = *p;
-    if (c == '%' && isxdigit ((unsigned char) p[1])
-        && isxdigit ((unsigned char) p[2])) {
-      char hex[3] = { p[1], p[2], '\0' };
-      c = (char) strtol (hex, NULL, 16);
-      p += 2;
-    }
-    if (n + 1 < size)
-      out[n++] = c;
-  }
-  out[n] = '\0';
-  return p;
-}
-
-/* The value of the query parameter NAME in URI, percent-decoded, in
- * VALUE (SIZE bytes, cut if longer).  Returns whether the parameter is
- * there.
- */
-static bool
-uri_query (const char *uri, const char *name, char *value, size_t size)
-{
-  const char *p = strchr (uri, '?');
-  char key[64];
-
-  while (p && *p) {
-    p = uri_decode (p + 1, "=&#", key, sizeof key);
-    value[0] = '\0';
-    if (*p == '=')
-      p = uri_decode (p + 1, "&#", value, size);
-    if (strcmp (key, name) == 0)
-      return true;
-    if (*p == '#')
-      break;
-  }
-  return false;
-}
-
-/* URI asks for TLS with X.509 certificates (nbds+, without a pre-shared
- * key) over a transport that has no host name to check the server's
- * certificate against: a Unix socket or vsock.
- */
-static bool
-x509_without_host_name (const char *uri)
-{
-  char psk[8];
-
-  /* Only well-formed ones: libnbd's own message is better for others. */
-  return (strncasecmp (uri, "nbds+unix://", 12) == 0
-          || strncasecmp (uri, "nbds+vsock://", 13) == 0)
-         && !uri_query (uri, "tls-psk-file", psk, sizeof psk);
-}
-
-/* URI says tls-verify-peer=false (or 0, no, off): its user asked not to
- * have the server's certificate checked.  libnbd 1.14 does not read the
- * parameter; nbdcp applies it itself (handle_create).
- */
-static bool
-verify_peer_off (const char *uri)
-{
-  char v[8];
-
-  return uri_query (uri, "tls-verify-peer", v, sizeof v)
-         && (strcasecmp (v, "false") == 0 || strcmp (v, "0") == 0
-             || strcasecmp (v, "no") == 0 || strcasecmp (v, "off") == 0);
-}
-
-/* libnbd checks a server's certificate against a host name, and a Unix
- * socket or vsock has none: libnbd 1.14 then accepts a certificate
- * signed by any CA.  Without nbd_set_tls_hostname, which lets nbdcp
- * name the host to check, such a copy is refused before anything is
- * sent, unless the URI turns checking off.
- */
-static int
-check_peer_verifiable (const struct endpoint *ep)
-{
-#ifndef HAVE_NBD_SET_TLS_HOSTNAME
-  if (!ep->command && x509_without_host_name (ep->spec)
-      && !verify_peer_off (ep->spec)) {
-    error_set ("%s: libnbd %s cannot verify a server's X.509 certificate "
-               "over a Unix socket or vsock (it checks certificates only "
-               "against a host name): connect over TCP with a host name "
-               "(nbds://HOST/...), use a pre-shared key (tls-psk-file=), "
-               "or use nbdcp built with a newer libnbd (one with "
-               "nbd_set_tls_hostname); tls-verify-peer=false in the URI "
-               "accepts any certificate",
-               ep->spec, LIBNBD_PKG_VERSION);
-    return -1;
-  }
-#endif
-  return 0;
-}
-
-#ifdef HAVE_NBD_SET_TLS_HOSTNAME
-/* The host name a certificate is checked against over a Unix socket or
- * vsock: an nbds+unix URI's host part (nbds+unix://alice@HOST/?socket=),
- * otherwise localhost (a vsock URI's host is a CID).  A tls-hostname=
- * in the URI, where libnbd reads one, wins: it is read after this.
- */
-static const char *
-tls_host_name (const char *uri, char *name, size_t size)
-{
-  const char *p = strstr (uri, "://");
-  size_t len;
-
-  if (strncasecmp (uri, "nbds+unix://", 12) != 0 || !p)
-    return "localhost";
-  p += 3;
-  len = strcspn (p, "/?#");
-  if (memchr (p, '@', len)) {
-    const char *at = memchr (p, '@', len);
-    len -= at + 1 - p;
-    p = at + 1;
-  }
-  if (len == 0 || len >= size)
-    return "localhost";
-  memcpy (name, p, len);
-  name[len] = '\0';
-  return name;
-}
-#endif
 
 /* libnbd's debug messages, first line only: the rest of a message is a
  * hex dump of the data, which would bury everything else.
@@ -219,12 +87,12 @@ handle_create (const struct endpoint *ep, const char *bitmap, bool opt_mode,
       || nbd_set_pread_initialize (h, false) == -1
       /* Let URIs name a TLS key file (tls-psk-file=). */
       || nbd_set_uri_allow_local_file (h, true) == -1
-      || (uri && verify_peer_off (ep->spec)
+      || (uri && nbd_uri_verify_peer_off (ep->spec)
           && nbd_set_tls_verify_peer (h, false) == -1)
 #ifdef HAVE_NBD_SET_TLS_HOSTNAME
-      || (uri && x509_without_host_name (ep->spec)
-          && nbd_set_tls_hostname (h,
-                                   tls_host_name (ep->spec, host, sizeof host))
+      || (uri && nbd_uri_x509_without_host_name (ep->spec)
+          && nbd_set_tls_hostname (
+                 h, nbd_uri_tls_host_name (ep->spec, host, sizeof host))
                  == -1)
 #endif
       || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
@@ -558,7 +426,7 @@ nbd_ep_open (struct endpoint *ep, bool writable, unsigned want)
     error_set ("out of memory");
     return -1;
   }
-  if (check_peer_verifiable (ep) == -1) {
+  if (nbd_uri_check_peer_verifiable (ep) == -1) {
     free (h);
     return -1;
   }
