@@ -5,7 +5,8 @@
 # that is not listening yet (refused, then started) are connected to
 # again with --retry-delay's back-off, and the copy is exact.  Without
 # --retry the copy fails at once, saying it was not retried; a signal
-# ends the wait between attempts at once.
+# ends the wait between attempts at once, and so it does the wait
+# before a reconnection in mid-copy.
 . "${srcdir:-.}/tests/functions.sh"
 requires python3
 requires_nbdkit_plugin file
@@ -79,4 +80,30 @@ ends_within $copy 10 || fail "SIGINT did not end the wait to connect again"
 r=0
 wait $copy || r=$?
 [ $r -eq 130 ] || { cat "$tmp/err" >&2; fail "SIGINT: exit $r, not 130"; }
+
+# So does a signal in the wait before a reconnection in mid-copy: the
+# source's connection is cut after 1 MB of replies, and once nbdcp has
+# said it is reconnecting in 30 s, SIGINT ends it at once: exit 130,
+# "interrupted by signal 2" last, --stats=json "ok": false with the
+# retry counted, --progress-json's end "interrupted".
+# (A server of its own: nbdkit may abort when the cut leaves it
+# answering nobody.)
+start_nbdkit src5 -r file "$tmp/data"
+start_fault_proxy midcut "unix:$tmp/src5.sock" --fault 1:down:cut:1000000
+"$NBDCP" --retry=3 --retry-delay=30 --stats=json --progress-json=3 \
+  "$(uri_of "$tmp/midcut.sock")" "$tmp/out5" 2>"$tmp/err" 3>"$tmp/pj5" &
+copy=$!
+wait_for_line "$tmp/err" '^nbdcp: source connection 1: .*; reconnecting in 30\.0 s \(retry 1 of 3\)$' 60 ||
+  { cat "$tmp/err" >&2; fail "nbdcp did not wait to reconnect"; }
+kill -INT $copy
+ends_within $copy 10 || fail "SIGINT did not end the wait to reconnect"
+r=0
+wait $copy || r=$?
+[ $r -eq 130 ] || { cat "$tmp/err" >&2; fail "SIGINT mid-copy: exit $r, not 130"; }
+[ "$(tail -1 "$tmp/err")" = "nbdcp: interrupted by signal 2 (Interrupt)" ] ||
+  { cat "$tmp/err" >&2; fail "SIGINT mid-copy: the last line is not the signal"; }
+grep -q '^{"ok": false, .*"retries": 1,' "$tmp/err" ||
+  { cat "$tmp/err" >&2; fail "SIGINT mid-copy: --stats=json"; }
+tail -1 "$tmp/pj5" | grep -q '^{"phase": "end", "status": "interrupted"' ||
+  { cat "$tmp/pj5" >&2; fail "SIGINT mid-copy: --progress-json's end"; }
 exit 0
