@@ -2,8 +2,8 @@
 # --retry covers the first connection too: a handshake cut or reset on
 # its way (tests/fault-proxy.py breaks connection 1 after a few bytes of
 # the server's greeting), on the source or the destination, and a server
-# that is not listening yet (refused, then started) are connected to
-# again with --retry-delay's back-off, and the copy is exact.  Without
+# that is not listening yet (refused, then started) and a handshake that
+# times out are connected to again with --retry-delay's back-off, and the copy is exact.  Without
 # --retry the copy fails at once, saying it was not retried; a signal
 # ends the wait between attempts at once, and so it does the wait
 # before a reconnection in mid-copy.
@@ -80,6 +80,23 @@ ends_within $copy 10 || fail "SIGINT did not end the wait to connect again"
 r=0
 wait $copy || r=$?
 [ $r -eq 130 ] || { cat "$tmp/err" >&2; fail "SIGINT: exit $r, not 130"; }
+
+# A handshake that times out (--timeout) is retried too: a server that
+# delays every new connection by 30 s is tried again after the first
+# timeout and then given up on, each attempt saying so; 2 s or more
+# (two timeouts), far less than the 30 s.
+requires_nbdkit_filter delay
+requires_nbdkit_plugin memory
+start_nbdkit slowopen --filter=delay memory size=1M delay-open=30
+start=$(date +%s%N)
+expect_fail 'cannot connect: timed out during handshake \(gave up after 1 retry\)$' \
+  "$NBDCP" --timeout=1 --retry=1 --retry-delay=0.2 \
+  "$(uri_of "$tmp/slowopen.sock")" null:
+ms=$((($(date +%s%N) - start) / 1000000))
+grep -q 'cannot connect: timed out during handshake; connecting again in 0\.2 s (retry 1 of 1)$' \
+  "$tmp/err" || { cat "$tmp/err" >&2; fail "the handshake's timeout was not retried"; }
+[ $ms -ge 2000 ] && [ $ms -lt 25000 ] ||
+  fail "two handshake timeouts of 1 s took $ms ms"
 
 # So does a signal in the wait before a reconnection in mid-copy: the
 # source's connection is cut after 1 MB of replies, and once nbdcp has
