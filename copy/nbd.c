@@ -25,6 +25,7 @@
 #include <libnbd.h>
 #include <liburing.h>
 
+#include "clock.h"
 #include "dirty_bitmap.h"
 #include "endpoint.h"
 #include "error.h"
@@ -319,23 +320,65 @@ nbd_ep_extents (struct conn *c, uint64_t len, uint64_t offset,
              : 0;
 }
 
+/* The completion of nbd_ep_scan_extents's request: ERR is 0 or the
+   errno, -1 while it is pending. */
+static int
+scan_done (void *user_data, int *error)
+{
+  *(int *) user_data = *error;
+  return 1;
+}
+
+static bool
+scan_finished (struct nbd_handle *h, void *arg)
+{
+  return *(int *) arg != -1;
+}
+
 /* The same as nbd_ep_extents, but waiting for the answer: for --bitmap's
  * look at the whole bitmap before the copy, on the first connection,
- * before any worker drives it.
+ * before any worker drives it.  --timeout bounds the wait as it bounds
+ * the copy's requests, and a signal ends it (libnbd's own waiting
+ * calls would go on polling through both).
  */
 static int
 nbd_ep_scan_extents (struct endpoint *ep, uint64_t len, uint64_t offset,
                      struct extent_list *list)
 {
   nbd_extent_callback cb = { .callback = got_extents, .user_data = list };
+  int64_t timeout_ms = ep->settings->timeout_ms;
+  int64_t deadline = timeout_ms ? now_ms () + timeout_ms : INT64_MAX;
+  struct nbd_handle *h = ep->conns[0]->h;
+  int err = -1;
+  bool final;
+  char why[256];
 
-  if (nbd_block_status (ep->conns[0]->h, len, offset, cb, 0) == -1) {
-    error_set ("%s: block status at offset %" PRIu64 " length %" PRIu64
-               " failed: %s",
-               ep->spec, offset, len, nbd_get_error ());
-    return -1;
+  if (nbd_aio_block_status (
+          h, len, offset, cb,
+          (nbd_completion_callback){ .callback = scan_done, .user_data = &err },
+          0)
+          == -1
+      || nbd_drive (h, scan_finished, &err, deadline, ep->interrupted, &final)
+             == -1) {
+    if (*ep->interrupted)
+      snprintf (why, sizeof why, "interrupted by signal %d (%s)",
+                (int) *ep->interrupted, strsignal (*ep->interrupted));
+    else if (now_ms () >= deadline)
+      snprintf (why, sizeof why, "no reply in %.1f seconds (--timeout)",
+                timeout_ms / 1000.0);
+    else
+      snprintf (why, sizeof why, "%s",
+                nbd_get_error () ? nbd_get_error () : error_get ());
   }
-  return 0;
+  else if (err != 0)
+    snprintf (why, sizeof why, "%s",
+              nbd_get_error () ? nbd_get_error () : strerror (err));
+  else
+    return 0;
+  error_set ("%s: block status at offset %" PRIu64 " length %" PRIu64
+             " failed: %s",
+             ep->spec, offset, len, why);
+  return -1;
 }
 
 static int

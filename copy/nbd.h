@@ -73,6 +73,16 @@ unsigned nbd_handshake_all (struct nbd_handle **h, unsigned n,
                             const struct endpoint *ep, bool verbose,
                             int64_t timeout_ms, int64_t start, bool *final);
 
+/* nbd_handshake.c.  Run H, outside the engine's rings, until DONE (H,
+ * ARG): polling its socket, 100 ms at most at a time so that a signal
+ * is seen.  Fails when H dies (*FINAL says whether for good), at
+ * DEADLINE (now_ms; "timed out"), or when *INTERRUPTED is set.  For the
+ * handshakes, and for requests sent before the workers start.
+ */
+int nbd_drive (struct nbd_handle *h, bool (*done) (struct nbd_handle *, void *),
+               void *arg, int64_t deadline,
+               const volatile sig_atomic_t *interrupted, bool *final);
+
 /* nbd_handshake.c.  --bitmap: take H (connecting in option mode)
  * through the handshake and fail unless the server agreed to BITMAP's
  * meta context, saying which contexts it offers.  On failure FINAL says

@@ -307,14 +307,11 @@ nbd_handshake_all (struct nbd_handle **h, unsigned n, const struct endpoint *ep,
   return ready;
 }
 
-/* Run H until DONE (H, ARG), as nbd_handshake_all does for many:
- * failing when H dies (*FINAL says whether for good), at DEADLINE, or
- * when *INTERRUPTED is set.
- */
-static int
-drive (struct nbd_handle *h, bool (*done) (struct nbd_handle *, void *),
-       void *arg, int64_t deadline, const volatile sig_atomic_t *interrupted,
-       bool *final)
+/* See nbd.h. */
+int
+nbd_drive (struct nbd_handle *h, bool (*done) (struct nbd_handle *, void *),
+           void *arg, int64_t deadline,
+           const volatile sig_atomic_t *interrupted, bool *final)
 {
   while (!done (h, arg)) {
     unsigned dir = nbd_aio_get_direction (h);
@@ -424,7 +421,8 @@ nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
 
   *final = false;
   bitmap_context (bitmap, context, sizeof context);
-  if (drive (h, negotiating_or_ready, NULL, deadline, ep->interrupted, final)
+  if (nbd_drive (h, negotiating_or_ready, NULL, deadline, ep->interrupted,
+                 final)
       == -1)
     goto fail;
   /* Servers without the newstyle negotiation are ready at once. */
@@ -437,7 +435,8 @@ nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
                (nbd_completion_callback){ .callback = option_done,
                                           .user_data = &listed })
                == -1
-        || drive (h, option_finished, &listed, deadline, ep->interrupted, final)
+        || nbd_drive (h, option_finished, &listed, deadline, ep->interrupted,
+                      final)
                == -1
         || nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1
         || nbd_add_meta_context (h, context) == -1
@@ -445,7 +444,8 @@ nbd_negotiate_bitmap (struct nbd_handle *h, const struct endpoint *ep,
                            (nbd_completion_callback){ .callback = option_done,
                                                       .user_data = &went })
                == -1
-        || drive (h, option_finished, &went, deadline, ep->interrupted, final)
+        || nbd_drive (h, option_finished, &went, deadline, ep->interrupted,
+                      final)
                == -1)
       goto fail;
     if (went != 0 || nbd_aio_is_ready (h) != 1) {

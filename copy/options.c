@@ -226,6 +226,20 @@ print_version (void)
   nbd_close (h);
 }
 
+/* After --help, --version or the option lists: 1 (exit 0) only if
+ * what they printed reached standard output.  A closed descriptor or a
+ * full disk must not pass for success with nothing said.
+ */
+static int
+printed (const char *option)
+{
+  if (fflush (stdout) == 0 && !ferror (stdout))
+    return 1;
+  fprintf (stderr, "nbdcp: %s: cannot write to standard output: %s\n", option,
+           strerror (errno));
+  return -1;
+}
+
 static int
 bad (const char *fmt, ...)
 {
@@ -634,14 +648,15 @@ parse_options (int ac, char **av, char **groups[MAX_GROUPS],
     switch (c) {
     case HELP_OPTION:
       print_help ();
-      return 1;
+      return printed ("--help");
     case 'V':
       print_version ();
-      return 1;
+      return printed ("--version");
     case LONG_OPTIONS_OPTION:
     case SHORT_OPTIONS_OPTION:
       list_options (c == LONG_OPTIONS_OPTION);
-      return 1;
+      return printed (c == LONG_OPTIONS_OPTION ? "--long-options"
+                                               : "--short-options");
     default:
       r = parse_feature_option (c, opts);
       if (r == NOT_MINE)

@@ -39,6 +39,7 @@ tsan_tests="
   tests/test-retry.sh
   tests/test-server-errors.sh
   tests/test-sparse-random-copy.sh
+  tests/test-stats-fields.sh
   tests/test-stress-tiny-requests.sh
   tests/test-timeout.sh
   tests/test-verify-lying-holes.sh

@@ -11,9 +11,10 @@
 # server accepts connections: it is bound under another name, then
 # renamed), speaks the fixed newstyle handshake (NBD_OPT_GO, _INFO,
 # _EXPORT_NAME, _LIST, _STRUCTURED_REPLY, _SET/LIST_META_CONTEXT for
-# base:allocation) and serves READ, WRITE, WRITE_ZEROES, TRIM, FLUSH,
-# BLOCK_STATUS (one extent: all data) and DISC, to any number of
-# clients, one thread each.
+# base:allocation and for any qemu:dirty-bitmap:NAME asked for by name)
+# and serves READ, WRITE, WRITE_ZEROES, TRIM, FLUSH, BLOCK_STATUS (one
+# extent: all data, all dirty) and DISC, to any number of clients, one
+# thread each.
 #
 # The disk: with --file, that file (writable); otherwise --size bytes
 # (16 MiB by default) of nbdkit's "pattern" (each 8-byte big-endian
@@ -69,6 +70,8 @@ EIO, EINVAL, EPERM = 5, 22, 1
 
 BASE_ALLOCATION = b"base:allocation"
 BASE_ALLOCATION_ID = 1
+DIRTY_BITMAP = b"qemu:dirty-bitmap:"
+DIRTY_BITMAP_ID = 2
 
 
 def pattern(offset, length):
@@ -116,6 +119,7 @@ class Connection:
         self.server = server
         self.structured = False
         self.base_allocation = False
+        self.dirty_bitmap = None  # the context's name, once set
 
     def recv(self, n):
         buf = bytearray()
@@ -169,6 +173,24 @@ class Behaviour:
             return conn.data_chunk(cookie, offset, data, True)
         return conn.simple_reply(cookie, 0, data)
 
+    def block_status_reply(self, conn, cookie, length):
+        """The reply to a block status request: one extent of LENGTH
+        for each context (data; dirty), or None to send nothing."""
+        payloads = []
+        if conn.base_allocation:
+            payloads.append(struct.pack(">III", BASE_ALLOCATION_ID, length, 0))
+        if conn.dirty_bitmap:
+            payloads.append(struct.pack(">III", DIRTY_BITMAP_ID, length, 1))
+        return b"".join(
+            conn.chunk(
+                cookie,
+                REPLY_FLAG_DONE if i == len(payloads) - 1 else 0,
+                REPLY_TYPE_BLOCK_STATUS,
+                payload,
+            )
+            for i, payload in enumerate(payloads)
+        )
+
 
 class Trickle(Behaviour):
     """Every transmission reply one byte at a time, --delay apart."""
@@ -183,6 +205,13 @@ class Silent(Behaviour):
     """Reads are never answered (other commands are)."""
 
     def read_reply(self, conn, cookie, offset, length, data):
+        return None
+
+
+class SilentBlockStatus(Behaviour):
+    """Block status requests are never answered (other commands are)."""
+
+    def block_status_reply(self, conn, cookie, length):
         return None
 
 
@@ -251,6 +280,7 @@ MODES = {
     "good": Behaviour,
     "trickle": Trickle,
     "silent": Silent,
+    "silent-block-status": SilentBlockStatus,
     "half-read": HalfRead,
     "overlap-read": OverlapRead,
     "shuffled-read": ShuffledRead,
@@ -265,7 +295,8 @@ def parse_names(data, pos):
 
 
 def meta_context(conn, opt, data):
-    """LIST/SET_META_CONTEXT: only base:allocation exists."""
+    """LIST/SET_META_CONTEXT: base:allocation exists, and so does any
+    qemu:dirty-bitmap:NAME that is asked for by name."""
     name, pos = parse_names(data, 0)
     (nq,) = struct.unpack_from(">I", data, pos)
     pos += 4
@@ -278,12 +309,18 @@ def meta_context(conn, opt, data):
             conn.option_reply(opt, REP_ERR_INVALID)
             return
         conn.base_allocation = BASE_ALLOCATION in queries
+        conn.dirty_bitmap = next(
+            (q for q in queries if q.startswith(DIRTY_BITMAP) and q != DIRTY_BITMAP), None
+        )
     if (opt == OPT_LIST_META_CONTEXT and (not queries or b"base:" in queries)) or (
         BASE_ALLOCATION in queries
     ):
         conn.option_reply(
             opt, REP_META_CONTEXT, struct.pack(">I", BASE_ALLOCATION_ID) + BASE_ALLOCATION
         )
+    for q in queries:
+        if q.startswith(DIRTY_BITMAP) and q != DIRTY_BITMAP:
+            conn.option_reply(opt, REP_META_CONTEXT, struct.pack(">I", DIRTY_BITMAP_ID) + q)
     conn.option_reply(opt, REP_ACK)
 
 
@@ -361,9 +398,8 @@ def command(conn, behaviour, disk, ctype, cookie, offset, length):
     if ctype == CMD_FLUSH:
         disk.flush()
         return simple_or_done(conn, cookie, 0)
-    if ctype == CMD_BLOCK_STATUS and conn.base_allocation:
-        payload = struct.pack(">III", BASE_ALLOCATION_ID, length, 0)
-        return conn.chunk(cookie, REPLY_FLAG_DONE, REPLY_TYPE_BLOCK_STATUS, payload)
+    if ctype == CMD_BLOCK_STATUS and (conn.base_allocation or conn.dirty_bitmap):
+        return behaviour.block_status_reply(conn, cookie, length)
     return simple_or_done(conn, cookie, EINVAL)
 
 

@@ -9,7 +9,8 @@
 # what the test itself wrote.  Granularities 64K and 1M, -C 4, an empty
 # bitmap (nothing written, exit 0), a missing bitmap (fails naming the
 # bitmaps the server has, nothing written), --no-extents, --allocated,
-# --stats=json and -p; and the copies --bitmap refuses.
+# --stats=json, -p and --progress-json; and the copies --bitmap
+# refuses.
 . "${srcdir:-.}/tests/functions.sh"
 requires "$QEMU_NBD"
 requires "$QEMU_IMG"
@@ -203,6 +204,21 @@ lines = [l for l in open(sys.argv[1]) if re.match(r"\d+% ", l)]
 m = re.match(r"100% of ([0-9.]+) MiB, ", lines[-1])
 assert m and len(lines) == 10, lines
 assert abs(float(m.group(1)) * 2**20 - int(sys.argv[2])) < 0.06 * 2**20, lines[-1]
+PY
+
+# --progress-json the same: every line's bytes_total is the dirty size,
+# bytes_done never more, and it ends "ok".
+incremental pj "$src" "$tmp/full.raw" b0 -C 2 -T 2 --progress-json=3 \
+  3>"$tmp/pj.json"
+python3 - "$tmp/pj.json" "$dirty" <<'PY' || fail "--progress-json: $(cat "$tmp/pj.json")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+dirty = int(sys.argv[2])
+counted = [l for l in lines if "bytes_total" in l]
+assert counted, lines
+assert all(l["bytes_total"] == dirty >= l["bytes_done"] for l in counted), counted
+assert all(l["percent"] <= 99 for l in counted), counted
+assert lines[-1]["phase"] == "end" and lines[-1]["status"] == "ok", lines[-1]
 PY
 
 # --no-extents: dirty ranges are read whole, holes and all.

@@ -82,6 +82,16 @@ fi
 run_nbdcp --blkhash-file=/dev/null "$src" null:
 expect_fail '^nbdcp: --blkhash-file: writing to /dev/full failed: No space left on device$' \
   "$NBDCP" --blkhash-file=/dev/full "$src" null:
+# The checksum is written after the copy's --stats, whose "ok" is the
+# copy's (the man page says so): "ok": true, then the failure, exit 1.
+rm -f "$tmp/full.copy"
+expect_fail '^nbdcp: --blkhash-file: writing to /dev/full failed: No space left on device$' \
+  "$NBDCP" --stats=json --blkhash-file=/dev/full "$src" "$tmp/full.copy"
+grep -q '^{"ok": true, ' "$tmp/err" ||
+  fail "--blkhash-file=/dev/full: --stats=json: $(cat "$tmp/err")"
+[ "$(tail -1 "$tmp/err")" = "nbdcp: --blkhash-file: writing to /dev/full failed: No space left on device" ] ||
+  fail "--blkhash-file=/dev/full: the failure is not the last line"
+cmp "$src" "$tmp/full.copy" || fail "--blkhash-file=/dev/full: the copy differs"
 
 # 7. Symbolic links at the name are never followed, whatever they lead
 # to; the file behind the first is untouched.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Local files as source and destination: nbd -> file, file -> nbd and file -> file copy every byte (odd sizes, 1 and 0 bytes too); a new file gets exactly the source's size, a larger one is cut to it; holes stay holes, --allocated allocates all.
+# Local files as source and destination: nbd -> file, file -> nbd and file -> file copy every byte (odd sizes, 1 and 0 bytes too); a new file gets exactly the source's size, a larger one is cut to it; holes stay holes, --allocated allocates all; a destination that is a symbolic link is followed (a dangling one creates its file).
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin file
 requires_nbdkit_plugin memory
@@ -137,3 +137,19 @@ for f in alloc reuse; do
     fail "$f.img -> nbd failed"
   check_same "$sr_uri" "$(uri_of "$tmp/srmem-$f.sock")" "$f.img -> nbd"
 done
+
+# A destination that is a symbolic link is followed, as nbdcopy and dd
+# do (the man page says so): the file it names is written and cut to
+# the source's size, the link stays a link; a dangling one creates the
+# file it names.
+head -c $((1024 * 1024 + 3)) /dev/urandom >"$tmp/l.src"
+head -c $((3 * 1024 * 1024)) /dev/urandom >"$tmp/l.target"
+ln -s "$tmp/l.target" "$tmp/l.link"
+run_nbdcp "$tmp/l.src" "$tmp/l.link" || fail "-> a symbolic link failed"
+[ -L "$tmp/l.link" ] || fail "-> a symbolic link: the link was replaced"
+cmp "$tmp/l.src" "$tmp/l.target" || fail "-> a symbolic link: its file differs"
+ln -s "$tmp/l.new" "$tmp/l.dangling"
+run_nbdcp "$tmp/l.src" "$tmp/l.dangling" || fail "-> a dangling link failed"
+[ -L "$tmp/l.dangling" ] && [ -f "$tmp/l.new" ] ||
+  fail "-> a dangling link: the file it names was not created"
+cmp "$tmp/l.src" "$tmp/l.new" || fail "-> a dangling link: its file differs"

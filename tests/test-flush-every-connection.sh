@@ -1,5 +1,5 @@
 #!/bin/bash
-# Every destination connection is flushed exactly once, after all of its own writes, with or without multi-conn.
+# Every destination connection is flushed exactly once, after all of its own writes, with or without multi-conn, and with --checkpoint but neither --retry nor --resume (with --retry, once per 128M checkpoint).
 . "${srcdir:-.}/tests/functions.sh"
 
 requires_nbdkit_plugin sparse-random
@@ -139,3 +139,15 @@ check_flushes "$tmp/c1.log" 1 || fail "-C 1: not exactly one flush"
 # --synchronous is one connection too.
 copy sync 64M - --synchronous
 check_flushes "$tmp/sync.log" 1 || fail "--synchronous: not exactly one flush"
+
+# --checkpoint without --retry or --resume changes nothing (the man
+# page says so): one flush per connection, at the end.  With --retry it
+# flushes after every 128M of finished segments, eight over the 1G
+# disk's eight segments on one connection (and the final flush: 9).
+copy ckpt 1G - -C 2 -T 2 --checkpoint=128M
+check_flushes "$tmp/ckpt.log" 2 ||
+  fail "--checkpoint alone: not exactly one flush per connection"
+copy ckptretry 1G - -C 1 -T 1 --checkpoint=128M --retry=1
+n=$(awk '$4 == "Flush"' "$tmp/ckptretry.log" | wc -l)
+[ "$n" -ge 8 ] && [ "$n" -le 9 ] ||
+  fail "--checkpoint=128M --retry=1: $n flushes, not 8 or 9"

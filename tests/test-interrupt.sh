@@ -105,6 +105,9 @@ fresh_src
 interrupt TERM 143 -C 4 -T 4 -R 1 "$src" "$dst"
 fresh_src
 interrupt HUP 129 -C 1 -R 1 "$src" "$dst"
+# --synchronous itself (the settings it makes, and its own loop).
+fresh_src
+interrupt INT 130 --synchronous "$src" "$dst"
 
 # fresh_psrc: a new pattern source in $psrc.
 psrc=$(uri_of "$tmp/psrc.sock")

@@ -79,3 +79,25 @@ bad "'\]' without a '\[' before it" -- [ nbdkit null ] ]
 bad 'an empty SOURCE or DESTINATION' '' null:
 # A subprocess's own options stay its own, with or without '--'.
 expect_fail "read-only" "$NBDCP" [ nbdkit -r pattern 2M ] [ nbdkit -r memory 1M ]
+
+# -V, --help and the option lists exit 0 only when what they print
+# reaches standard output: closed, or a full disk, is exit 1 with one
+# line naming the option and the cause (it used to be exit 0 with
+# nothing said).
+for o in -V --version --help --long-options --short-options; do
+  case $o in -V) name=--version ;; *) name=$o ;; esac
+  r=0
+  "$NBDCP" $o >&- 2>"$tmp/err" || r=$?
+  [ $r -eq 1 ] || fail "$o with standard output closed: exit $r, not 1"
+  [ "$(cat "$tmp/err")" = "nbdcp: $name: cannot write to standard output: Bad file descriptor" ] ||
+    fail "$o with standard output closed: $(cat "$tmp/err")"
+  if [ -w /dev/full ]; then
+    r=0
+    "$NBDCP" $o >/dev/full 2>"$tmp/err" || r=$?
+    [ $r -eq 1 ] || fail "$o into /dev/full: exit $r, not 1"
+    [ "$(cat "$tmp/err")" = "nbdcp: $name: cannot write to standard output: No space left on device" ] ||
+      fail "$o into /dev/full: $(cat "$tmp/err")"
+  fi
+  "$NBDCP" $o >"$tmp/out" || fail "$o: exit $?"
+  [ -s "$tmp/out" ] || fail "$o printed nothing"
+done

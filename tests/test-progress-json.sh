@@ -4,7 +4,8 @@
 # total the size, at least one strictly between 0% and 100% with a rate
 # and an ETA), then "flush" once every byte is written, then "verify"
 # lines, then {"phase": "end", "status": "ok"}; a failed copy ends with
-# "failed" and never claims to be verifying.  --progress=FD writes 0/100
+# "failed" and never claims to be verifying.  A stream source's lines
+# have a null total and ETA.  --progress=FD writes 0/100
 # before anything else, as nbdcopy does.  The copies are checked.
 . "${srcdir:-.}/tests/functions.sh"
 requires python3
@@ -38,6 +39,25 @@ for l in lines[:-1]:
 for l in lines:
     if l["phase"] == "flush":
         assert l["bytes_done"] == size, l
+PY
+
+# A stream source (its size unknown, read through a pipe from the
+# slowed ssrc): bytes_total and eta_seconds are null on every line,
+# bytes_done only goes up, and it ends "ok".
+run_nbdcp "$(uri_of "$tmp/ssrc.sock")" - |
+  run_nbdcp --progress-json=3 - "$tmp/stream.raw" 3>"$tmp/json.stream"
+cat "$tmp/json.stream"
+check_same "$(uri_of "$tmp/sref.sock")" "$tmp/stream.raw" "stream source"
+python3 - "$tmp/json.stream" <<'PY' || fail "--progress-json, stream source: wrong lines (above)"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines[-1] == {"phase": "end", "status": "ok",
+                     "elapsed_seconds": lines[-1]["elapsed_seconds"]}, lines[-1]
+counted = lines[:-1]
+assert counted and all(l["bytes_total"] is None and l["eta_seconds"] is None
+                       for l in counted), counted
+done = [l["bytes_done"] for l in counted]
+assert done == sorted(done) and done[-1] <= 16 * 1024 * 1024, done
 PY
 
 # A failed copy (the destination is read-only): "failed" at the end.

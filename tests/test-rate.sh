@@ -8,7 +8,9 @@
 # one read less.  Holes cost nothing: a 4 GiB disk with 64 MiB of data
 # copies at 64M in less than the 64 s its size would take, and
 # --stats says the rate of what was read (the bytes nbdkit logged), not
-# of the disk's size.  Each copy is compared with the source,
+# of the disk's size.  --verify's read-back is held to the rate too,
+# and a lane waiting for credit longer than --timeout is not timed
+# out.  Each copy is compared with the source,
 # --stats=json names the limit, and bad values are refused.
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin sparse-random
@@ -113,6 +115,50 @@ assert s["read_bytes_per_second"] <= 1.1 * s["rate_limit"], "rate over the limit
 assert abs(s["read_bytes_per_second"] * s["elapsed_seconds"] - logged) < 1024 * 1024
 PY
   fail "--stats=json: the read rate is not that of the bytes read: $(cat "$tmp/sparse.stats")"
+
+# --verify's read-back is held to the rate too (the man page says so):
+# 512 KiB at 256K copied and read back take 2 s each, and no second of
+# the read-back reads more than the limit and 10% (the destination's
+# log, which only the read-back reads).
+head -c $((512 * 1024)) /dev/urandom >"$tmp/v.raw"
+start_nbdkit vsrc -r file "$tmp/v.raw"
+start_nbdkit vdst --filter=log memory size=512K logfile="$tmp/vdst.log"
+start=$EPOCHREALTIME
+run_nbdcp --rate=256K --verify "$(uri_of "$tmp/vsrc.sock")" \
+  "$(uri_of "$tmp/vdst.sock")"
+end=$EPOCHREALTIME
+grep ' Read ' "$tmp/vdst.log" >"$tmp/vdst.reads" ||
+  fail "--verify did not read the destination back"
+read_windows "$tmp/vdst.reads" $((256 * 1024)) ||
+  fail "--verify: a second of the read-back read more than --rate=256K and 10%"
+[ "$(cat "$tmp/vdst.reads.total")" -eq $((512 * 1024)) ] ||
+  fail "--verify read back $(cat "$tmp/vdst.reads.total") bytes, not 512 KiB"
+python3 -c 'import sys; d = float(sys.argv[2]) - float(sys.argv[1])
+print("512 KiB at 256K, verified: %.2f s" % d); sys.exit(0 if d >= 3.9 else 1)' \
+  "$start" "$end" || fail "--verify: the read-back was not held to the rate"
+check_same "$tmp/v.raw" "$(uri_of "$tmp/vdst.sock")" "--rate --verify"
+
+# A lane waiting for credit has no request in flight: --timeout must not
+# count the wait.  The source's minimum block is 8K, so at 2K per second
+# the one read waits 4 s for its credit, twice the --timeout.
+requires_nbdkit_filter blocksize-policy
+head -c 8192 /dev/urandom >"$tmp/t.raw"
+start_nbdkit tsrc -r --filter=blocksize-policy file "$tmp/t.raw" \
+  blocksize-minimum=8192 blocksize-preferred=8192 blocksize-error-policy=error
+start=$EPOCHREALTIME
+run_nbdcp --rate=2K --timeout=2 --stats=json "$(uri_of "$tmp/tsrc.sock")" \
+  "$tmp/t.out" 2>"$tmp/t.stats" || {
+  cat "$tmp/t.stats" >&2
+  fail "--rate=2K --timeout=2: the wait for credit timed out"
+}
+end=$EPOCHREALTIME
+cmp "$tmp/t.raw" "$tmp/t.out" || fail "--rate=2K --timeout=2: copy differs"
+grep -q '"ok": true, .*"read_bytes": 8192,' "$tmp/t.stats" ||
+  fail "--rate --timeout: --stats=json: $(cat "$tmp/t.stats")"
+python3 -c 'import sys; d = float(sys.argv[2]) - float(sys.argv[1])
+print("8K in one read at 2K with --timeout=2: %.2f s" % d)
+sys.exit(0 if d >= 3.9 else 1)' "$start" "$end" ||
+  fail "--rate=2K: the 8K read did not wait 4 s for its credit"
 
 for bad in 0 512 abc -1; do
   expect_fail "^nbdcp: --rate" "$NBDCP" --rate=$bad "$src" null:

@@ -2,7 +2,8 @@
 # --resume: a copy interrupted half way is finished by running the same
 # command again, which copies only what the first run had not finished
 # and flushed; the journal is then removed.  A journal of another copy
-# is refused before anything is written.
+# is refused before anything is written, and so is the journal named as
+# the destination.
 . "${srcdir:-.}/tests/functions.sh"
 
 requires_resume
@@ -114,4 +115,18 @@ expect_fail "^nbdcp: --resume cannot be combined with --blkhash" \
 expect_fail "^nbdcp: --resume: a copy from or to a stream cannot be resumed" \
   "$NBDCP" --resume="$tmp/x" - "$tmp/out.img" </dev/null
 [ ! -e "$tmp/x" ] || fail "a refused --resume left a journal"
+
+# The journal named as the destination is refused, exit 1, nothing
+# written: an existing destination is not a journal, and a new one
+# exists once the journal is made (which is then removed).
+head -c 1M /dev/urandom >"$tmp/jd.src"
+cp "$tmp/jd.src" "$tmp/jd.dst"
+truncate -s 2M "$tmp/jd.dst"
+cp "$tmp/jd.dst" "$tmp/jd.before"
+expect_fail "^nbdcp: --resume: $tmp/jd\.dst is not an nbdcp journal$" \
+  "$NBDCP" --resume="$tmp/jd.dst" "$tmp/jd.src" "$tmp/jd.dst"
+cmp "$tmp/jd.before" "$tmp/jd.dst" || fail "the journal-destination was changed"
+expect_fail "^nbdcp: $tmp/jd\.new: File exists$" \
+  "$NBDCP" --resume="$tmp/jd.new" "$tmp/jd.src" "$tmp/jd.new"
+[ ! -e "$tmp/jd.new" ] || fail "a new journal-destination was left behind"
 exit 0

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; stdout and stdin redirected to files are used from where the descriptor is ('>>' appends, '{ echo; nbdcp; echo; } > f' keeps the order); --destination-is-zero into a stream still writes every zero byte; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash.
+# Streams ('-' as stdin/stdout, FIFOs) are copied in order and byte-exact: stdin -> nbd/file/null:, nbd -> stdout (holes as zero bytes), FIFOs both ways; stdout and stdin redirected to files are used from where the descriptor is ('>>' appends, '{ echo; nbdcp; echo; } > f' keeps the order); --destination-is-zero into a stream still writes every zero byte; a reader that goes away (| head -c 1) ends nbdcp promptly, with no crash; a FIFO that nobody opens at the other end is waited for in open(2), and a signal ends the wait (exit 130, nothing created).
 . "${srcdir:-.}/tests/functions.sh"
 requires_nbdkit_plugin file
 requires_nbdkit_plugin data
@@ -198,3 +198,31 @@ if [ -s "$tmp/head.err" ]; then
   [ "$(wc -l <"$tmp/head.err")" -eq 1 ] && grep -q '^nbdcp: ' "$tmp/head.err" ||
     fail "| head -c 1: stderr is not one 'nbdcp: ' line"
 fi
+
+# A FIFO nobody has open at the other end: nbdcp waits in open(2), as a
+# shell redirection would (the man page says so), and a signal ends the
+# wait: exit 130, "interrupted by signal 2", and as a source no
+# destination file created.  Both wait in the same place, so -v's
+# lines before it are what is waited for; the signal may also come
+# while still opening, with the same result.
+mkfifo "$tmp/nobody-reads" "$tmp/nobody-writes"
+head -c 65536 /dev/urandom >"$tmp/small.raw"
+for dir in reads writes; do
+  if [ $dir = reads ]; then
+    "$NBDCP" -v "$tmp/small.raw" "$tmp/nobody-reads" 2>"$tmp/fifo.err" &
+  else
+    "$NBDCP" -v "$tmp/nobody-writes" "$tmp/fifo-out.raw" 2>"$tmp/fifo.err" &
+  fi
+  pid=$!
+  # Opened in the kernel's FIFO wait: /proc says so; no fixed sleep.
+  wait_until 30 grep -qx 'wait_for_partner\|fifo_open' "/proc/$pid/wchan" ||
+    { cat "/proc/$pid/wchan" >&2 2>/dev/null; fail "FIFO nobody $dir: nbdcp is not waiting in open"; }
+  kill -INT $pid
+  ends_within $pid 10 || fail "FIFO nobody $dir: SIGINT did not end the wait"
+  r=0
+  wait $pid || r=$?
+  [ $r -eq 130 ] || { cat "$tmp/fifo.err" >&2; fail "FIFO nobody $dir: exit $r, not 130"; }
+  [ "$(grep -v '^libnbd' "$tmp/fifo.err" | tail -1)" = "nbdcp: interrupted by signal 2 (Interrupt)" ] ||
+    { cat "$tmp/fifo.err" >&2; fail "FIFO nobody $dir: not the signal's line"; }
+done
+[ ! -e "$tmp/fifo-out.raw" ] || fail "FIFO nobody writes: the destination was created"
