@@ -244,7 +244,9 @@ run_nbdcp --stats=json --no-destination-extents "$huge" \
   "$(uri_of "$tmp/huge_check.sock")" 2>"$tmp/huge1"
 run_nbdcp --stats=json "$huge" "$(uri_of "$tmp/huge_mem.sock")" 2>"$tmp/huge2"
 run_nbdcp --stats=json "$(uri_of "$tmp/huge_mem.sock")" null: 2>"$tmp/huge3"
-[ $((SECONDS - start)) -lt 30 ] || fail "2 TiB of holes took $((SECONDS - start)) s"
+# Not a speed target (a loaded machine took 55 s): reading the holes
+# would take hours, and the statistics below say what was read.
+[ $((SECONDS - start)) -lt 600 ] || fail "2 TiB of holes took $((SECONDS - start)) s"
 check_covered "$tmp/huge_check.log" $two_t_bytes
 check_same "$huge" "$(uri_of "$tmp/huge_mem.sock")" "2 TiB -> memory"
 for f in huge1 huge2 huge3; do

@@ -74,8 +74,15 @@ run_nbdcp -v --verify "$tmp/src.img" "$(uri_of "$tmp/honest.sock")" \
 check_same "$tmp/src.img" "$tmp/honest.img" "honest destination"
 read_back=$(sed -n 's/.*blkhash is the source.s (\([0-9]*\) bytes read back.*/\1/p' \
   "$tmp/v.err")
-[ "${read_back:-0}" -ge $M ] && [ "$read_back" -le $((2 * M)) ] ||
-  fail "honest: --verify read back ${read_back:-?} bytes, not the data only"
+# Unless this (slow, shell and python) server took so long to answer
+# the destination's block status that nbdcp gave up asking it (-v says
+# so): --verify then reads all of it back, by design.
+if grep -q 'left block status unanswered' "$tmp/v.err"; then
+  echo "honest: block status unanswered in time (a loaded machine): all read back"
+else
+  [ "${read_back:-0}" -ge $M ] && [ "$read_back" -le $((2 * M)) ] ||
+    fail "honest: --verify read back ${read_back:-?} bytes, not the data only"
+fi
 # --verify=full reads every byte and finds no hole.
 run_nbdcp -v --verify=full --request-size=4M "$tmp/src.img" \
   "$(uri_of "$tmp/honest.sock")" 2>"$tmp/f.err" ||
