@@ -168,3 +168,12 @@ expect_fail 'cannot connect: timed out during handshake' \
 ms=$((($(date +%s%N) - start) / 1000000))
 [ $ms -ge 1000 ] || fail "the handshake timed out after $ms ms, before --timeout=1"
 [ $ms -lt 20000 ] || fail "--timeout did not bound the handshake ($ms ms)"
+
+# Only NBD connections time out (the man page says so): a stream whose
+# writer pauses three times as long as --timeout is waited for, and a
+# local file destination too; the copy is exact.
+head -c $((1024 * 1024)) /dev/urandom >"$tmp/part"
+cat "$tmp/part" "$tmp/part" >"$tmp/whole"
+{ cat "$tmp/part"; sleep 3; cat "$tmp/part"; } |
+  run_nbdcp --timeout=1 - "$tmp/from-pipe"
+cmp "$tmp/whole" "$tmp/from-pipe" || fail "a pausing stream under --timeout: copy differs"
