@@ -79,15 +79,33 @@ for opt in --progress=3 --progress-json=3; do
   cmp "$tmp/src.raw" "$tmp/dst.raw" || fail "$opt to a full pipe: copy differs"
 done
 
-# A signal while progress cannot be written: nbdcp ends at once.
+# A signal while progress cannot be written: nbdcp ends at once, with
+# either kind of progress.
+for opt in --progress-json=3 --progress=3; do
+  rm -f "$tmp/dst.raw"
+  "$NBDCP" -v $opt --rate=1M "$tmp/src.raw" "$tmp/dst.raw" 2>"$tmp/err" &
+  pid=$!
+  wait_for_log_line "$tmp/err" '^nbdcp: copying'
+  kill -TERM $pid
+  wait_until 10 _gone $pid ||
+    { kill -KILL $pid; fail "$opt, SIGTERM: nbdcp blocked"; }
+  rc=0
+  wait $pid || rc=$?
+  [ $rc -eq 143 ] || { cat "$tmp/err"; fail "$opt, SIGTERM: exit $rc, not 143"; }
+done
+exec 3>&-
+
+# --progress=FD after a signal: the last line says how far the copy
+# got, below 100/100 (what a pipeline reading it sees last).
 rm -f "$tmp/dst.raw"
-"$NBDCP" -v --progress-json=3 --rate=1M "$tmp/src.raw" "$tmp/dst.raw" \
-  2>"$tmp/err" &
+"$NBDCP" -v --progress=3 --rate=1M "$tmp/src.raw" "$tmp/dst.raw" \
+  2>"$tmp/err" 3>"$tmp/plines" &
 pid=$!
 wait_for_log_line "$tmp/err" '^nbdcp: copying'
-kill -TERM $pid
-wait_until 10 _gone $pid || { kill -KILL $pid; fail "SIGTERM: nbdcp blocked"; }
+kill -INT $pid
 rc=0
 wait $pid || rc=$?
-[ $rc -eq 143 ] || { cat "$tmp/err"; fail "SIGTERM: exit $rc, not 143"; }
-exec 3>&-
+[ $rc -eq 130 ] || { cat "$tmp/err"; fail "--progress=FD, SIGINT: exit $rc, not 130"; }
+last=$(tail -n 1 "$tmp/plines")
+[[ $last =~ ^([0-9]+)/100$ ]] && [ "${BASH_REMATCH[1]}" -lt 100 ] ||
+  { cat "$tmp/plines"; fail "--progress=FD after SIGINT: last line '$last'"; }
