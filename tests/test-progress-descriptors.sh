@@ -82,7 +82,9 @@ done
 # A signal while progress cannot be written: nbdcp ends at once, with
 # either kind of progress.
 for opt in --progress-json=3 --progress=3; do
-  rm -f "$tmp/dst.raw"
+  # (The last run's log goes first: its 'copying' line must not be
+  # taken for this run's.)
+  rm -f "$tmp/dst.raw" "$tmp/err"
   "$NBDCP" -v $opt --rate=1M "$tmp/src.raw" "$tmp/dst.raw" 2>"$tmp/err" &
   pid=$!
   wait_for_log_line "$tmp/err" '^nbdcp: copying'
@@ -97,7 +99,7 @@ exec 3>&-
 
 # --progress=FD after a signal: the last line says how far the copy
 # got, below 100/100 (what a pipeline reading it sees last).
-rm -f "$tmp/dst.raw"
+rm -f "$tmp/dst.raw" "$tmp/err"
 "$NBDCP" -v --progress=3 --rate=1M "$tmp/src.raw" "$tmp/dst.raw" \
   2>"$tmp/err" 3>"$tmp/plines" &
 pid=$!
