@@ -66,6 +66,7 @@ stop_stream ()
 
 mkfifo "$tmp/full"
 exec 7<>"$tmp/full" # held open, never read: the pipe fills and stays full
+rm -f "$tmp/err" # the last run's 'copying' line is not this one's
 "$NBDCP" -v "$tmp/src.raw" - >"$tmp/full" 2>"$tmp/err" &
 pid=$!
 stop_stream INT 130 "stdout to a pipe nobody reads"
@@ -73,6 +74,7 @@ exec 7>&-
 
 mkfifo "$tmp/silent"
 exec 8<>"$tmp/silent" # a writer that never writes
+rm -f "$tmp/err"
 "$NBDCP" -v - "$tmp/dst.raw" <"$tmp/silent" 2>"$tmp/err" &
 pid=$!
 stop_stream TERM 143 "stdin from a pipe that sends nothing"

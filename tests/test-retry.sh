@@ -48,7 +48,8 @@ serve ()
 # its exit status in $tmp/rc once it ends; its pid in $copy.
 copy_in_background ()
 {
-  rm -f "$tmp/rc"
+  # The last copy's log goes too: its lines are not this one's.
+  rm -f "$tmp/rc" "$tmp/err"
   (
     r=0
     run_nbdcp "$@" 2>"$tmp/err" || r=$?

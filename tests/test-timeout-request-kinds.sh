@@ -93,6 +93,7 @@ cmp "$tmp/old.img" "$tmp/bitmap.img" || fail "--bitmap: the destination was writ
 
 # And without --timeout a signal ends that wait, once -v has said the
 # destination is open (the look comes next, or has begun).
+rm -f "$tmp/err" # (an earlier run's log)
 "$NBDCP" -v --bitmap=b0 "$bitmap" "$tmp/bitmap.img" 2>"$tmp/err" &
 pid=$!
 wait_for_log_line "$tmp/err" '^nbdcp: destination .*bitmap\.img \(file\)'
