@@ -94,7 +94,7 @@ mode_is "$tmp/h/old.sum" 644
 # 4. A copy that a signal ends (it waits for --rate's credit, from a
 # local file, so that no server sees its client vanish): the same.
 for sig in TERM INT; do
-  rm -f "$tmp/sig.raw"
+  rm -f "$tmp/sig.raw" "$tmp/sig.err" # (the last run's 'copying' line)
   "$NBDCP" -v --rate=1M --blkhash-file="$tmp/h/old.sum" "$tmp/copy.raw" \
     "$tmp/sig.raw" 2>"$tmp/sig.err" &
   pid=$!
