@@ -8,7 +8,9 @@
   coverage.py report BUILDDIR
       merge BUILDDIR/per-test/*.json (and per-test/.all.json, every
       instrumented line with a count of 0) into summary.txt,
-      line-tests.tsv, unreached-functions.txt and coverage.info.
+      line-tests.tsv (every line with code and the tests that execute
+      it, an empty list for none), unreached-functions.txt and
+      coverage.info.
 Used by scripts/coverage.sh (make coverage); standard library only.
 """
 import json
@@ -93,9 +95,12 @@ def report(build):
                 if c > 0:
                     line_tests.setdefault((src, int(k)), []).append(part["test"])
 
+    # Every line that has code, with the tests that execute it (none:
+    # an empty list); lines without code are not listed.
     with open(os.path.join(build, "line-tests.tsv"), "w") as out:
-        for (src, ln) in sorted(line_tests):
-            out.write("%s:%d\t%s\n" % (src, ln, " ".join(line_tests[(src, ln)])))
+        every = {(src, int(k)) for src, fl in total["lines"].items() for k in fl}
+        for (src, ln) in sorted(every):
+            out.write("%s:%d\t%s\n" % (src, ln, " ".join(line_tests.get((src, ln), []))))
 
     rows, sums = [], {}
     for src in sorted(total["lines"]):
