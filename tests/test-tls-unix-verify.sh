@@ -4,7 +4,8 @@
 # certificate another CA signed would be accepted.  nbdcp refuses such a
 # copy before connecting (exit 1, a message naming TCP, tls-psk-file=
 # and a newer libnbd), as source and as destination, writing nothing;
-# tls-verify-peer=false in the URI lets it through; a pre-shared key
+# tls-verify-peer=false in the URI (or 0, no, off, in any case) lets
+# it through, true or anything else does not; a pre-shared key
 # over a Unix socket still copies the right bytes; the same rogue server
 # over TCP is refused by libnbd, and a server with a good certificate
 # over TCP is accepted (so the certificates are right).
@@ -72,6 +73,18 @@ cmp "$tmp/data" "$tmp/dst" || fail "a refused destination was written"
 run_nbdcp "$rsrc&tls-verify-peer=false" "$tmp/out2" ||
   fail "tls-verify-peer=false was refused"
 cmp "$tmp/data" "$tmp/out2" || fail "tls-verify-peer=false: copy differs"
+# Every spelling of false turns the check off; true, its spellings and
+# anything else leave it on (refused, as with no parameter at all).
+for v in false FALSE 0 no No off OFF; do
+  rm -f "$tmp/out2"
+  run_nbdcp "$rsrc&tls-verify-peer=$v" "$tmp/out2" ||
+    fail "tls-verify-peer=$v was refused"
+  cmp "$tmp/data" "$tmp/out2" || fail "tls-verify-peer=$v: copy differs"
+done
+for v in true TRUE 1 yes on falsely 00 ''; do
+  expect_fail "^nbdcp: .*$way_out" "$NBDCP" "$rsrc&tls-verify-peer=$v" "$tmp/out6"
+  [ ! -e "$tmp/out6" ] || fail "tls-verify-peer=$v: a refused source left out6 behind"
+done
 
 # A pre-shared key over a Unix socket is checked by both sides: it
 # works, both ways.
