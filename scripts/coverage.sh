@@ -13,7 +13,8 @@
 #   summary.txt          line and branch coverage per file of copy/ and
 #                        lib/, and in all
 #   line-tests.tsv       copy/lane.c:123<TAB>test-a.sh test-b.sh: each
-#                        executed line and the tests that execute it
+#                        line with code and the tests that execute it
+#                        (none: an empty list)
 #   test-times.tsv       each test's result and seconds (the mutant run
 #                        tries the quickest first)
 #   unreached-functions.txt  functions no test enters
