@@ -102,6 +102,21 @@ def report(build):
         for (src, ln) in sorted(every):
             out.write("%s:%d\t%s\n" % (src, ln, " ".join(line_tests.get((src, ln), []))))
 
+    # A header's line has branches in every unit that includes it: one
+    # set of branches per line, the units' counts added up.
+    for src, fb in total["branches"].items():
+        merged = {}
+        for k, cs in fb.items():
+            ln = k.split("@")[0]
+            old = merged.get(ln)
+            if old is None:
+                merged[ln] = list(cs)
+            elif len(old) == len(cs):
+                merged[ln] = [a + b for a, b in zip(old, cs)]
+            else:
+                merged[k] = list(cs)
+        total["branches"][src] = merged
+
     rows, sums = [], {}
     for src in sorted(total["lines"]):
         fl = total["lines"][src]
