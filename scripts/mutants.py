@@ -43,12 +43,15 @@ import argparse
 import difflib
 import hashlib
 import os
+import queue
 import random
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -266,18 +269,58 @@ def tests_for(m, lt, times):
     return []
 
 
+RUNNING = set()
+
+
+def descendants(pid):
+    """PID's descendants, from /proc (a test's servers and the programs
+    it runs under timeout(1) are in process groups of their own)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill_tree(pid):
+    for p in [pid] + descendants(pid):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def stop(signum, frame):
+    for pid in list(RUNNING):
+        kill_tree(pid)
+    os._exit(128 + signum)
+
+
 def run(cmd, cwd, timeout=None, log=None):
     """The exit status, or None after a timeout (the command's whole
     process group, servers included, is killed then)."""
     with open(log or os.devnull, "w") as out:
         p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                              start_new_session=True)
+        RUNNING.add(p.pid)
         try:
             return p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, 9)
+            kill_tree(p.pid)
             p.wait()
             return None
+        finally:
+            RUNNING.discard(p.pid)
 
 
 def git_files(top):
@@ -349,12 +392,15 @@ def run_test(bld, env, test, limit, log):
     with open(log, "w") as out:
         p = subprocess.Popen(cmd, cwd=bld, env=env, stdout=out, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, start_new_session=True)
+        RUNNING.add(p.pid)
         try:
             rc = p.wait(timeout=limit)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, 9)
+            kill_tree(p.pid)
             p.wait()
             return "timeout"
+        finally:
+            RUNNING.discard(p.pid)
     return "pass" if rc in (0, 77) else "fail"
 
 
@@ -378,9 +424,12 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--only", default=os.environ.get("MUTANTS_ONLY", ""))
     ap.add_argument("--coverage", default=os.path.join(TOP, "build", "coverage"))
+    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("MUTANTS_JOBS", "2")))
     ap.add_argument("--work", default=os.path.join(TOP, "build", "mutants"))
     args = ap.parse_args()
     limit_min = float(os.environ.get("MUTANTS_TIMEOUT", "120"))
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
     allm = enumerate_mutants(TOP)
     if args.list:
@@ -399,65 +448,95 @@ def main():
     print("mutants: %d candidates, %d chosen (seed %d)" % (len(allm), len(chosen), args.seed),
           flush=True)
     started = time.time()
-    src, bld = prepare(TOP, work)
-    if not build(bld, os.path.join(work, "build.log")):
-        sys.exit("mutants: the unmutated tree does not build, see %s/build.log" % work)
-    clean_hash = binaries_hash(bld)
-    env = tests_environment(bld)
+    # One scratch tree and build per job; each job takes the next mutant.
+    workers = []
+    for j in range(args.jobs):
+        wdir = work if args.jobs == 1 else os.path.join(work, "job%d" % j)
+        os.makedirs(wdir, exist_ok=True)
+        src, bld = prepare(TOP, wdir)
+        if not build(bld, os.path.join(wdir, "build.log")):
+            sys.exit("mutants: the unmutated tree does not build, see %s/build.log" % wdir)
+        workers.append({"dir": wdir, "src": src, "bld": bld, "hash": binaries_hash(bld),
+                        "env": tests_environment(bld)})
     kills = {}
+    lock = threading.Lock()
     os.makedirs(os.path.join(work, "logs"), exist_ok=True)
-
-    results = []
+    results = [None] * len(chosen)
+    todo = queue.Queue()
+    for k, m in enumerate(chosen):
+        todo.put((k, m))
     tsv = open(os.path.join(work, "results.tsv"), "w")
     tsv.write("id\tfile\tline\top\tstatus\ttest\ttests_run\tseconds\tmutated line\n")
-    for k, m in enumerate(chosen, 1):
-        t0 = time.time()
+    done = [0]
+
+    def one(w, m):
         tests = tests_for(m, lt, times)
         status, killer, nrun = "", "", 0
         if not tests:
-            status = "uncovered"
-        else:
-            path = os.path.join(src, m["file"])
-            with open(path) as f:
-                original = f.read()
-            lines = original.split("\n")
-            lines[m["line"] - 1] = m["new"]
+            return "uncovered", "", 0
+        path = os.path.join(w["src"], m["file"])
+        with open(path) as f:
+            original = f.read()
+        lines = original.split("\n")
+        lines[m["line"] - 1] = m["new"]
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        try:
+            if not build(w["bld"], os.path.join(w["dir"], "mutant.log")):
+                return "not-compiled", "", 0
+            if binaries_hash(w["bld"]) == w["hash"]:
+                return "same-binary", "", 0
+            status = "survived"
+            # Quickest first, tests that have killed before sooner.
+            with lock:
+                tests.sort(key=lambda t: (times[t][1] / (1 + kills.get(t, 0)), t))
+            log = os.path.join(w["dir"], "test.log")
+            for t in tests:
+                nrun += 1
+                limit = max(limit_min, 4 * times[t][1])
+                r = run_test(w["bld"], w["env"], t, limit, log)
+                if r != "pass":
+                    status = "killed" if r == "fail" else "killed-timeout"
+                    killer = t
+                    with lock:
+                        kills[t] = kills.get(t, 0) + 1
+                    shutil.copy(log, os.path.join(work, "logs",
+                                                  m["id"].replace("/", "_") + ".log"))
+                    break
+        finally:
             with open(path, "w") as f:
-                f.write("\n".join(lines))
+                f.write(original)
+        return status, killer, nrun
+
+    def worker(w):
+        while True:
             try:
-                if not build(bld, os.path.join(work, "mutant.log")):
-                    status = "not-compiled"
-                elif binaries_hash(bld) == clean_hash:
-                    status = "same-binary"
-                else:
-                    status = "survived"
-                    # Quickest first, tests that have killed before sooner.
-                    tests.sort(key=lambda t: (times[t][1] / (1 + kills.get(t, 0)), t))
-                    for t in tests:
-                        nrun += 1
-                        limit = max(limit_min, 4 * times[t][1])
-                        r = run_test(bld, env, t, limit, os.path.join(work, "test.log"))
-                        if r != "pass":
-                            status = "killed" if r == "fail" else "killed-timeout"
-                            killer = t
-                            kills[t] = kills.get(t, 0) + 1
-                            shutil.copy(os.path.join(work, "test.log"),
-                                        os.path.join(work, "logs", m["id"].replace("/", "_") + ".log"))
-                            break
-            finally:
-                with open(path, "w") as f:
-                    f.write(original)
-        secs = time.time() - t0
-        results.append((m, status, killer))
-        tsv.write("%s\t%s\t%d\t%s\t%s\t%s\t%d\t%.0f\t%s\n"
-                  % (m["id"], m["file"], m["line"], m["op"], status, killer, nrun, secs,
-                     m["new"].strip()))
-        tsv.flush()
-        print("[%d/%d] %-50s %-14s %s (%d tests, %.0fs)"
-              % (k, len(chosen), m["id"], status, killer, nrun, secs), flush=True)
+                k, m = todo.get_nowait()
+            except queue.Empty:
+                return
+            t0 = time.time()
+            status, killer, nrun = one(w, m)
+            secs = time.time() - t0
+            with lock:
+                results[k] = (m, status, killer)
+                done[0] += 1
+                tsv.write("%s\t%s\t%d\t%s\t%s\t%s\t%d\t%.0f\t%s\n"
+                          % (m["id"], m["file"], m["line"], m["op"], status, killer, nrun,
+                             secs, m["new"].strip()))
+                tsv.flush()
+                print("[%d/%d] %-50s %-14s %s (%d tests, %.0fs)"
+                      % (done[0], len(chosen), m["id"], status, killer, nrun, secs),
+                      flush=True)
+
+    threads = [threading.Thread(target=worker, args=(w,), daemon=True) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     tsv.close()
-    # Leave the scratch build as the unmutated tree.
-    build(bld, os.path.join(work, "build.log"))
+    # Leave the scratch builds as the unmutated tree.
+    for w in workers:
+        build(w["bld"], os.path.join(w["dir"], "build.log"))
 
     with open(os.path.join(work, "survivors.patch"), "w") as out:
         for m, status, _ in results:
