@@ -1,6 +1,6 @@
 #!/bin/bash
 # A failed io_uring_enter (strace makes the worker's call fail): EIO
-# ends the copy with exit status 1 and one line naming the worker's
+# or EPERM ends the copy with exit status 1 and one line naming the worker's
 # call and the cause, no offset or length (there is none); EINTR,
 # EAGAIN and EBUSY, which the kernel may return any time, are tried
 # again and the copy is whole.
@@ -29,6 +29,9 @@ for when in 1 2 3; do
   expect_fail '^nbdcp: worker io_uring (wait|submit) failed: Input/output error$' "${rcmd[@]}"
   [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "EIO #$when: more than one line"; }
 done
+# EPERM is -1, the smallest error.
+ring_fault EPERM 1
+expect_fail '^nbdcp: worker io_uring (wait|submit) failed: Operation not permitted$' "${rcmd[@]}"
 
 for err in EINTR EAGAIN EBUSY; do
   for when in 1 2; do
