@@ -7,7 +7,8 @@
 # the directory).  Each failure ends the copy with exit status 1 and a
 # message naming the call, the file and the cause; the old file is
 # left as it was (but for the directory fsync, which comes after the
-# rename), and no temporary file is left behind.
+# rename), and no temporary file is left behind.  A closed standard
+# descriptor that /dev/null cannot fill ends nbdcp with a message too.
 . "${srcdir:-.}/tests/functions.sh"
 requires strace
 requires python3
@@ -94,3 +95,11 @@ journal_case fdatasync EIO 1 "^nbdcp: --resume: journal $j: fdatasync of $j\.[A-
 journal_case rename EIO 1 "^nbdcp: --resume: journal $j: renaming $j\.[A-Za-z0-9]{6} to $j failed: Input/output error" none
 journal_case rename EIO 2 "^nbdcp: --resume: journal $j: renaming $j\.[A-Za-z0-9]{6} to $j failed: Input/output error" first
 journal_case fsync EIO 1 "^nbdcp: --resume: journal $j: fsync of directory $tmp/d.*Input/output error" any
+
+# 3. A closed standard descriptor is filled with /dev/null (so that no
+# file nbdcp opens takes its number); if that fails, nbdcp says so.
+rm -f "$tmp/d/dst.raw"
+expect_fail '^nbdcp: cannot open /dev/null: Too many open files$' \
+  strace -qq -o /dev/null -P /dev/null -e trace=openat \
+  -e inject=openat:error=EMFILE "$NBDCP" "$tmp/src.raw" "$tmp/d/dst.raw" <&-
+[ ! -e "$tmp/d/dst.raw" ] || fail "closed stdin, /dev/null refused: a destination was created"
