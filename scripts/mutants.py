@@ -424,6 +424,8 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--only", default=os.environ.get("MUTANTS_ONLY", ""))
     ap.add_argument("--coverage", default=os.path.join(TOP, "build", "coverage"))
+    ap.add_argument("--continue", dest="cont", action="store_true",
+                    default=bool(os.environ.get("MUTANTS_CONTINUE")))
     ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("MUTANTS_JOBS", "2")))
     ap.add_argument("--work", default=os.path.join(TOP, "build", "mutants"))
     args = ap.parse_args()
@@ -462,12 +464,30 @@ def main():
     lock = threading.Lock()
     os.makedirs(os.path.join(work, "logs"), exist_ok=True)
     results = [None] * len(chosen)
+    # --continue: keep the results of an earlier, interrupted run.
+    earlier = {}
+    tsv_path = os.path.join(work, "results.tsv")
+    if args.cont and os.path.exists(tsv_path):
+        with open(tsv_path) as f:
+            for row in f.read().splitlines()[1:]:
+                cells = row.split("\t")
+                if len(cells) >= 9:
+                    earlier[cells[0]] = row
     todo = queue.Queue()
-    for k, m in enumerate(chosen):
-        todo.put((k, m))
-    tsv = open(os.path.join(work, "results.tsv"), "w")
-    tsv.write("id\tfile\tline\top\tstatus\ttest\ttests_run\tseconds\tmutated line\n")
     done = [0]
+    tsv = open(tsv_path, "w")
+    tsv.write("id\tfile\tline\top\tstatus\ttest\ttests_run\tseconds\tmutated line\n")
+    for k, m in enumerate(chosen):
+        if m["id"] in earlier:
+            cells = earlier[m["id"]].split("\t")
+            results[k] = (m, cells[4], cells[5])
+            tsv.write(earlier[m["id"]] + "\n")
+            done[0] += 1
+        else:
+            todo.put((k, m))
+    tsv.flush()
+    if earlier:
+        print("mutants: %d results kept from the earlier run" % done[0], flush=True)
 
     def one(w, m):
         tests = tests_for(m, lt, times)
