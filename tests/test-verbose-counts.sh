@@ -1,0 +1,31 @@
+#!/bin/bash
+# The counts -v reports, with their plurals: an empty disk gets one
+# connection ("1 connection: the disk has 1 segment of 128 MiB", and
+# the copy is done); --verify reads back "on 1 connection" or "on 2
+# connections", as many as the copy used.
+. "${srcdir:-.}/tests/functions.sh"
+requires_nbdkit_plugin memory
+requires cmp
+
+start_nbdkit empty memory size=0
+empty=$(uri_of "$tmp/empty.sock")
+run_nbdcp -v -C 4 "$empty" null: 2>"$tmp/err" || { cat "$tmp/err"; fail "empty disk: copy failed"; }
+grep -qxF "nbdcp: $empty: 1 connection: the disk has 1 segment of 128 MiB" "$tmp/err" ||
+  { grep -i segment "$tmp/err"; fail "empty disk: not one connection for one segment"; }
+
+head -c $((4 * 1024 * 1024)) /dev/urandom >"$tmp/src.raw"
+run_nbdcp -v --verify "$tmp/src.raw" "$tmp/one.raw" 2>"$tmp/err" ||
+  { cat "$tmp/err"; fail "--verify, 1 connection: copy failed"; }
+grep -qxF "nbdcp: --verify: reading back 4194304 bytes of $tmp/one.raw on 1 connection" "$tmp/err" ||
+  { grep -i verify "$tmp/err"; fail "--verify, 1 connection: wrong count"; }
+cmp "$tmp/src.raw" "$tmp/one.raw" || fail "--verify, 1 connection: copy differs"
+# Two segments (a connection each): 256 MiB and 4 MiB of the source,
+# the rest a hole.
+cp "$tmp/src.raw" "$tmp/big.raw"
+truncate -s $((260 * 1024 * 1024)) "$tmp/big.raw"
+start_nbdkit big -r file "$tmp/big.raw"
+run_nbdcp -v -C 2 --verify "$(uri_of "$tmp/big.sock")" "$tmp/two.raw" 2>"$tmp/err" ||
+  { cat "$tmp/err"; fail "--verify, 2 connections: copy failed"; }
+grep -qxF "nbdcp: --verify: reading back 272629760 bytes of $tmp/two.raw on 2 connections" "$tmp/err" ||
+  { grep -i verify "$tmp/err"; fail "--verify, 2 connections: wrong count"; }
+cmp "$tmp/big.raw" "$tmp/two.raw" || fail "--verify, 2 connections: copy differs"
