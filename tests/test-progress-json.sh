@@ -8,7 +8,8 @@
 # the test's: elapsed time within the time measured around nbdcp; in a
 # copy held to 16M by --rate, the rate within a factor of 3 of the
 # bytes done over the elapsed time and not above the limit, the ETA
-# what is left at that rate.  --progress=FD writes 0/100
+# what is left at that rate.  Descriptor 0 works like any other.
+# --progress=FD writes 0/100
 # before anything else, as nbdcopy does.  The copies are checked.
 . "${srcdir:-.}/tests/functions.sh"
 requires python3
@@ -75,6 +76,14 @@ for l in lines:
     checked += 1
 assert checked >= 4, "fewer than 4 lines to check the rate of"
 PY
+
+# Descriptor 0 is a descriptor like any other (opened for writing).
+run_nbdcp --progress-json=0 "$ref" "$tmp/fd0.raw" 0>"$tmp/json.fd0" ||
+  fail "--progress-json=0: the copy failed"
+grep -q '"phase": "flush", "bytes_done": 67108864' "$tmp/json.fd0" &&
+  tail -n 1 "$tmp/json.fd0" |
+  grep -Eq '^\{"phase": "end", "status": "ok", "elapsed_seconds": [0-9.]+\}$' ||
+  fail "--progress-json=0: wrote '$(cat "$tmp/json.fd0")'"
 
 # A failed copy (the destination is read-only): "failed" at the end.
 start_nbdkit ro -r memory size=64M
