@@ -4,6 +4,7 @@
 # certificate another CA signed would be accepted.  nbdcp refuses such a
 # copy before connecting (exit 1, a message naming TCP, tls-psk-file=
 # and a newer libnbd), as source and as destination, writing nothing;
+# vsock is refused alike, a URI with one slash is left to libnbd;
 # tls-verify-peer=false in the URI (or 0, no, off, in any case) lets
 # it through, true or anything else does not; a pre-shared key
 # over a Unix socket still copies the right bytes; the same rogue server
@@ -68,6 +69,15 @@ cmp "$tmp/data" "$tmp/dst" || fail "a refused destination was written"
 # Refused before connecting: the server saw no TLS handshake.
 ! grep -qi 'gnutls\|tls' "$tmp/rsrc.err" "$tmp/rdst.err" ||
   { cat "$tmp/rsrc.err" "$tmp/rdst.err" >&2; fail "nbdcp connected first"; }
+
+# vsock has no host name either: refused the same way, before any
+# connection (no vsock is needed).  A URI that is not one of these
+# (a single slash) is left for libnbd to refuse.
+expect_fail "^nbdcp: .*$way_out" "$NBDCP" "nbds+vsock://1:10809/?$x509" null:
+expect_fail "^nbdcp: nbds\+vsock:/1:10809/.*URI must begin with 'nbds\+vsock://'" \
+  "$NBDCP" "nbds+vsock:/1:10809/?$x509" null:
+expect_fail "^nbdcp: nbds\+unix:/\?socket=.*URI must begin with 'nbds\+unix://'" \
+  "$NBDCP" "nbds+unix:/?socket=$tmp/rsrc.sock&$x509" null:
 
 # tls-verify-peer=false: the user asked for no check.
 run_nbdcp "$rsrc&tls-verify-peer=false" "$tmp/out2" ||
