@@ -7,7 +7,7 @@ nbdcp_packages=(
   libnbd-dev liburing-dev libgnutls28-dev
   nbdkit qemu-utils libnbd-bin
   valgrind perl man-db python3 util-linux coreutils gnutls-bin time strace
-  bc iproute2
+  bc iproute2 lcov
   openssh-server openssh-client netcat-openbsd
 )
 

@@ -262,6 +262,29 @@ class ShuffledRead(Behaviour):
         )
 
 
+class BridgedRead(Behaviour):
+    """A structured read reply that covers the request exactly once, in
+    9 pieces sent in the order 1 3 5 7 4 0 2 6 8: four pieces kept
+    ahead, then one that joins the second and the third of them while
+    the fourth is still kept.  Not a fault."""
+
+    def read_reply(self, conn, cookie, offset, length, data):
+        n = 9
+        if not conn.structured or length < n:
+            return super().read_reply(conn, cookie, offset, length, data)
+        bounds = [length * i // n for i in range(n + 1)]
+        order = [1, 3, 5, 7, 4, 0, 2, 6, 8]
+        return b"".join(
+            conn.data_chunk(
+                cookie,
+                offset + bounds[i],
+                data[bounds[i] : bounds[i + 1]],
+                k == n - 1,
+            )
+            for k, i in enumerate(order)
+        )
+
+
 class BadCookie(Behaviour):
     """Read replies carry a cookie (handle) that no request used."""
 
@@ -284,6 +307,7 @@ MODES = {
     "half-read": HalfRead,
     "overlap-read": OverlapRead,
     "shuffled-read": ShuffledRead,
+    "bridged-read": BridgedRead,
     "bad-cookie": BadCookie,
     "huge": Huge,
 }

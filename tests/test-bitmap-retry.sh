@@ -87,6 +87,15 @@ attempts=$(grep -c "reconnecting in" "$tmp/err" || :)
   cat "$tmp/err" >&2
   fail "\"retries\": $retries after $attempts reconnection attempts"
 }
+# Each announced wait is --retry-delay's back-off: 0.5 s doubled for
+# each attempt before it since the last connection that worked.
+python3 - "$tmp/err" <<'PY' || { cat "$tmp/err" >&2; fail "a wait is not the back-off (above)"; }
+import re, sys
+waits = re.findall(r"reconnecting in ([0-9.]+) s \(retry ([0-9]+) of 6\)", open(sys.argv[1]).read())
+assert waits, "no 'reconnecting in ... (retry N of 6)' line"
+for secs, n in waits:
+    assert float(secs) == min(0.5 * 2 ** (int(n) - 1), 30), (secs, n)
+PY
 [ "$dirty_json" = $dirty ] ||
   { cat "$tmp/err" >&2; fail "dirty_bytes $dirty_json, not $dirty"; }
 # Copied again: the first segment's dirty bytes at most twice (it was

@@ -99,6 +99,17 @@ grep -q '^nbdcp: FAILED after ' "$tmp/err" ||
 # Every write failed: nothing was done, of the whole size.
 grep -Eq '^nbdcp: FAILED after 0 bytes of [0-9.]+ [KMG]iB in ' "$tmp/err" ||
   { cat "$tmp/err"; fail "--stats: a failed copy's bytes done are not what was done"; }
+# A hole before the first write, skipped (the destination reads as
+# zero), is done: 1 MiB of 2 MiB.
+truncate -s 1M "$tmp/hole-first.raw"
+head -c $((1024 * 1024)) /dev/urandom >>"$tmp/hole-first.raw"
+start_nbdkit eio3 --filter=error memory size=2M error-pwrite=EIO \
+  error-pwrite-rate=100%
+expect_fail '^nbdcp: destination write at offset [0-9]+ length [0-9]+ failed: Input/output error$' \
+  "$NBDCP" -C 1 --stats "$tmp/hole-first.raw" "$(uri_of "$tmp/eio3.sock")"
+grep -q '^nbdcp: FAILED after 1.0 MiB of 2.0 MiB in ' "$tmp/err" &&
+  grep -q '^  skipped        1.0 MiB (1048576 bytes, ' "$tmp/err" ||
+  { cat "$tmp/err"; fail "--stats: a skipped hole is not counted as done"; }
 
 # 3. --timeout: writes never answered.  (5 s: --timeout bounds the
 # handshake too, which a loaded machine can make take seconds.)

@@ -62,6 +62,10 @@ stop_stream ()
   wait $pid || rc=$?
   echo "SIG$sig, $what: exit $rc"
   [ $rc -eq "$status" ] || { cat "$tmp/err"; fail "SIG$sig ($what): exit $rc"; }
+  # The signal is what it reports, not a failure of the stream.
+  tail -n 1 "$tmp/err" | grep -q '^nbdcp: interrupted by signal' &&
+    ! grep -q 'failed' "$tmp/err" ||
+    { cat "$tmp/err"; fail "SIG$sig ($what): not only interrupted"; }
 }
 
 mkfifo "$tmp/full"

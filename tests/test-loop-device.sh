@@ -107,8 +107,9 @@ same $((2 * MiB)) "$tmp/small.orig" "$smalldev" \
 [ "$(blockdev --getsize64 "$smalldev")" -eq $((2 * MiB)) ] ||
   fail "the small device changed size"
 
-# A read-only device: exit 1 naming the destination, nothing written.
+# A read-only device: refused before anything is sent (exit 1, "is
+# read-only"), nothing written.
 attach rodev "$tmp/small.img" -r
 head -c 4096 /dev/urandom >"$tmp/4k"
-expect_fail "destination" "$NBDCP" "$tmp/4k" "$rodev"
+expect_fail "^nbdcp: destination $rodev is read-only$" "$NBDCP" "$tmp/4k" "$rodev"
 same $((2 * MiB)) "$tmp/small.orig" "$rodev" "a read-only device was written to"

@@ -104,9 +104,16 @@ if grep -Eq ' (Write|Zero|Trim) ' "$tmp/dst.log"; then
 fi
 cmp -s "$j" "$tmp/saved.journal" || fail "a refused journal was changed"
 
-# A damaged journal is refused too.
+# A damaged journal is refused too, saying what it holds: another
+# line, an empty one, or nothing where a line was due.
 printf 'nbdcp journal 2\nsomething else\n' >"$tmp/bad.journal"
-expect_fail "is the journal of another copy" \
+expect_fail "is the journal of another copy: it says 'something else' where this copy has 'source " \
+  "$NBDCP" --resume="$tmp/bad.journal" "$src" "$dst"
+printf 'nbdcp journal 2\n\nsomething else\n' >"$tmp/bad.journal"
+expect_fail "is the journal of another copy: it says '' where this copy has 'source " \
+  "$NBDCP" --resume="$tmp/bad.journal" "$src" "$dst"
+printf 'nbdcp journal 2\n' >"$tmp/bad.journal"
+expect_fail "is the journal of another copy: it says '\(nothing\)' where this copy has 'source " \
   "$NBDCP" --resume="$tmp/bad.journal" "$src" "$dst"
 
 # 4. Combinations that cannot be resumed are refused up front.

@@ -32,6 +32,11 @@ check_same "$ref" "$tmp/nosr.img" "nbdkit --no-sr"
 start_bad_server shuffled shuffled-read --size=$size
 copy_checked "shuffled-read" "$(uri_of "$tmp/shuffled.sock")" "$tmp/shuffled.img"
 check_same "$ref" "$tmp/shuffled.img" "shuffled-read"
+# Four pieces kept ahead, then one that joins two of them while a
+# fourth is still kept after them.
+start_bad_server bridged bridged-read --size=$size
+copy_checked "bridged-read" "$(uri_of "$tmp/bridged.sock")" "$tmp/bridged.img"
+check_same "$ref" "$tmp/bridged.img" "bridged-read"
 start_bad_server scattered shuffled-read --size=$size --chunks=10
 expect_fail "source read at offset [0-9]+ length [0-9]+ failed: server's reply came in more than 4 pieces out of order" \
   "$NBDCP" "$(uri_of "$tmp/scattered.sock")" "$tmp/scattered.img"

@@ -4,7 +4,9 @@
 # certificate another CA signed would be accepted.  nbdcp refuses such a
 # copy before connecting (exit 1, a message naming TCP, tls-psk-file=
 # and a newer libnbd), as source and as destination, writing nothing;
-# tls-verify-peer=false in the URI lets it through; a pre-shared key
+# vsock is refused alike, a URI with one slash is left to libnbd;
+# tls-verify-peer=false in the URI (or 0, no, off, in any case) lets
+# it through, true or anything else does not; a pre-shared key
 # over a Unix socket still copies the right bytes; the same rogue server
 # over TCP is refused by libnbd, and a server with a good certificate
 # over TCP is accepted (so the certificates are right).
@@ -68,10 +70,31 @@ cmp "$tmp/data" "$tmp/dst" || fail "a refused destination was written"
 ! grep -qi 'gnutls\|tls' "$tmp/rsrc.err" "$tmp/rdst.err" ||
   { cat "$tmp/rsrc.err" "$tmp/rdst.err" >&2; fail "nbdcp connected first"; }
 
+# vsock has no host name either: refused the same way, before any
+# connection (no vsock is needed).  A URI that is not one of these
+# (a single slash) is left for libnbd to refuse.
+expect_fail "^nbdcp: .*$way_out" "$NBDCP" "nbds+vsock://1:10809/?$x509" null:
+expect_fail "^nbdcp: nbds\+vsock:/1:10809/.*URI must begin with 'nbds\+vsock://'" \
+  "$NBDCP" "nbds+vsock:/1:10809/?$x509" null:
+expect_fail "^nbdcp: nbds\+unix:/\?socket=.*URI must begin with 'nbds\+unix://'" \
+  "$NBDCP" "nbds+unix:/?socket=$tmp/rsrc.sock&$x509" null:
+
 # tls-verify-peer=false: the user asked for no check.
 run_nbdcp "$rsrc&tls-verify-peer=false" "$tmp/out2" ||
   fail "tls-verify-peer=false was refused"
 cmp "$tmp/data" "$tmp/out2" || fail "tls-verify-peer=false: copy differs"
+# Every spelling of false turns the check off; true, its spellings and
+# anything else leave it on (refused, as with no parameter at all).
+for v in false FALSE 0 no No off OFF; do
+  rm -f "$tmp/out2"
+  run_nbdcp "$rsrc&tls-verify-peer=$v" "$tmp/out2" ||
+    fail "tls-verify-peer=$v was refused"
+  cmp "$tmp/data" "$tmp/out2" || fail "tls-verify-peer=$v: copy differs"
+done
+for v in true TRUE 1 yes on falsely 00 ''; do
+  expect_fail "^nbdcp: .*$way_out" "$NBDCP" "$rsrc&tls-verify-peer=$v" "$tmp/out6"
+  [ ! -e "$tmp/out6" ] || fail "tls-verify-peer=$v: a refused source left out6 behind"
+done
 
 # A pre-shared key over a Unix socket is checked by both sides: it
 # works, both ways.
