@@ -50,6 +50,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -382,6 +383,17 @@ def tests_environment(bld):
     return env
 
 
+def unmount_under(path):
+    """Detach whatever a killed test left mounted under PATH (the tests
+    that mount file systems unmount them in their trap, which SIGKILL
+    skips), deepest first."""
+    with open("/proc/mounts") as f:
+        points = [l.split()[1] for l in f]
+    for point in sorted((p for p in points if p.startswith(path + "/")),
+                        key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], stderr=subprocess.DEVNULL)
+
+
 def run_test(bld, env, test, limit, log):
     """'pass' (or skip), 'fail' or 'timeout': the test run as make check
     runs it (same environment, from the build directory), without make."""
@@ -389,18 +401,28 @@ def run_test(bld, env, test, limit, log):
         cmd = ["bash", os.path.join(env["srcdir"], "tests", test)]
     else:
         cmd = [os.path.join(bld, "tests", test)]
-    with open(log, "w") as out:
-        p = subprocess.Popen(cmd, cwd=bld, env=env, stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-        RUNNING.add(p.pid)
-        try:
-            rc = p.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            kill_tree(p.pid)
-            p.wait()
-            return "timeout"
-        finally:
-            RUNNING.discard(p.pid)
+    # A test killed at its time limit leaves its temporary directory,
+    # and a mutant can fill one without end (one left 46 GiB in /tmp):
+    # each test gets a directory of its own, removed after it.
+    scratch = tempfile.mkdtemp(prefix="mutant-test.", dir=bld)
+    env = dict(env, TMPDIR=scratch)
+    try:
+        with open(log, "w") as out:
+            p = subprocess.Popen(cmd, cwd=bld, env=env, stdout=out,
+                                 stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+            RUNNING.add(p.pid)
+            try:
+                rc = p.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                kill_tree(p.pid)
+                p.wait()
+                return "timeout"
+            finally:
+                RUNNING.discard(p.pid)
+    finally:
+        unmount_under(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
     return "pass" if rc in (0, 77) else "fail"
 
 
