@@ -245,12 +245,15 @@ class ShuffledRead(Behaviour):
     pieces first, then the even-numbered ones.  Not a fault: the
     protocol allows it; a client may refuse many pieces out of order."""
 
-    def read_reply(self, conn, cookie, offset, length, data):
+    def pieces(self):
         n = self.args.chunks
+        return n, list(range(1, n, 2)) + list(range(0, n, 2))
+
+    def read_reply(self, conn, cookie, offset, length, data):
+        n, order = self.pieces()
         if not conn.structured or length < n:
             return super().read_reply(conn, cookie, offset, length, data)
         bounds = [length * i // n for i in range(n + 1)]
-        order = list(range(1, n, 2)) + list(range(0, n, 2))
         return b"".join(
             conn.data_chunk(
                 cookie,
@@ -262,27 +265,14 @@ class ShuffledRead(Behaviour):
         )
 
 
-class BridgedRead(Behaviour):
+class BridgedRead(ShuffledRead):
     """A structured read reply that covers the request exactly once, in
     9 pieces sent in the order 1 3 5 7 4 0 2 6 8: four pieces kept
     ahead, then one that joins the second and the third of them while
     the fourth is still kept.  Not a fault."""
 
-    def read_reply(self, conn, cookie, offset, length, data):
-        n = 9
-        if not conn.structured or length < n:
-            return super().read_reply(conn, cookie, offset, length, data)
-        bounds = [length * i // n for i in range(n + 1)]
-        order = [1, 3, 5, 7, 4, 0, 2, 6, 8]
-        return b"".join(
-            conn.data_chunk(
-                cookie,
-                offset + bounds[i],
-                data[bounds[i] : bounds[i + 1]],
-                k == n - 1,
-            )
-            for k, i in enumerate(order)
-        )
+    def pieces(self):
+        return 9, [1, 3, 5, 7, 4, 0, 2, 6, 8]
 
 
 class BadCookie(Behaviour):
