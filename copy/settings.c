@@ -181,30 +181,34 @@ settle_sparse_size (struct settings *s, const struct options *opts,
   s->sparse_size = size;
 }
 
-/* --blkhash with a block larger than a request: the blocks a lane may
- * gather from several reads at once, a block of memory each.  Enough
- * for the lane's queue to span, up to 64 MiB, and always two (so that
- * a lane reads the next block while the last reads of one finish).
+/* --blkhash with a block larger than a read (a request, or a --rate
+ * piece): the blocks a lane may gather from several reads at once, a
+ * block of memory each.  Enough for the lane's queue to span, up to
+ * 64 MiB, and always two (so that a lane reads the next block while
+ * the last reads of one finish).
  */
 static void
 settle_hash_partials (struct settings *s)
 {
   uint64_t span = MIN (s->queue_size, MAX_HASH_PARTIAL_MEMORY);
 
-  if (!s->hash_block || s->request_size >= s->hash_block)
+  if (!s->hash_block || s->read_max >= s->hash_block)
     return;
   s->hash_partials = MAX (span / s->hash_block, (uint64_t) 2);
   note (s->verbose,
         "--blkhash: blocks of %" PRIu32 " bytes are read %" PRIu32
         " bytes at a time, %u gathered at once per connection",
-        s->hash_block, s->request_size, s->hash_partials);
+        s->hash_block, s->read_max, s->hash_partials);
 }
 
 /* --rate: a read is paid for before it leaves, and a read of a second's
  * worth would leave at once after a second of waiting, doubling that
  * second's rate.  So reads are cut to a RATE_READS_PER_SECOND-th of a
- * second's worth, a power of 2 that keeps whole blocks (s->align); a
- * rate too low for that gets reads of one block.
+ * second's worth, a power of 2 that keeps whole minimum blocks; a rate
+ * too low for that gets reads of one block.  Not whole --blkhash blocks
+ * (s->align): a 64 KiB hash block at --rate=256K would be a quarter of
+ * a second's worth, so one read early or late would pass the limit by
+ * 25%.  A hash block read in pieces is gathered (settle_hash_partials).
  */
 static void
 settle_read_max (struct settings *s)
@@ -215,7 +219,7 @@ settle_read_max (struct settings *s)
   if (!s->rate || piece >= s->request_size)
     return;
   piece = piece > 0 ? round_down_pow2 (piece) : 1;
-  s->read_max = MAX (piece, (uint64_t) s->align);
+  s->read_max = MAX (piece, (uint64_t) s->block);
   note (s->verbose, "--rate: reads of at most %" PRIu32 " bytes", s->read_max);
 }
 
@@ -243,8 +247,8 @@ settings_compute (struct settings *s, const struct options *opts,
     return -1;
   settle_queue_size (s, opts);
   settle_sparse_size (s, opts, dst);
-  settle_hash_partials (s);
   settle_read_max (s);
+  settle_hash_partials (s);
 
   /* What was sent to a stream cannot be taken back, nor a stream read
      again: a copy with a stream on either side is not retried. */
