@@ -6,7 +6,8 @@
 # anything else in its directory).  One case per refusal that a file
 # destination can meet: a size that the source's minimum block size
 # cannot end on, --request-size below that minimum, --resume of a
-# stream, a source too large to copy, and the same file on both sides;
+# stream, a source too large to copy, the same file on both sides, and
+# a new file in a directory that cannot take it (refused first);
 # and '-' on a file opened read-write (1<>), which the shell does not
 # truncate.  Each exits 1 with its own message.
 . "${srcdir:-.}/tests/functions.sh"
@@ -83,6 +84,27 @@ cp -p "$tmp/orig" "$tmp/same.img"
 expect_fail '^nbdcp: source and destination are the same file: ' \
   "$NBDCP" "$tmp/same.img" "$tmp/same.img"
 check_untouched "same file" "$tmp/same.img"
+
+# A new destination in a directory that cannot take it is refused when
+# it is opened, before anything else is asked of the source: the
+# message is the directory's refusal, not the odd source's that a later
+# check would give (chattr +i stops root too; chmod stops other users).
+echo "unwritable directory"
+mkdir "$tmp/frozen"
+if [ "$(id -u)" -ne 0 ]; then
+  chmod 555 "$tmp/frozen"
+  frozen_message="^nbdcp: $tmp/frozen/x.img: Permission denied$"
+elif chattr +i "$tmp/frozen" 2>/dev/null; then
+  trap 'chattr -i "$tmp/frozen" 2>/dev/null; _cleanup' EXIT
+  frozen_message="^nbdcp: $tmp/frozen/x.img: Operation not permitted$"
+else
+  frozen_message=
+  echo "chattr +i does not work here: unwritable directory not checked"
+fi
+if [ -n "$frozen_message" ]; then
+  expect_fail "$frozen_message" "$NBDCP" "$odd" "$tmp/frozen/x.img"
+  [ -z "$(ls -A "$tmp/frozen")" ] || fail "something was made in the unwritable directory"
+fi
 
 # '-' on a file that the shell opened without truncating it.
 echo "standard output, read-write"
