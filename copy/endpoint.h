@@ -125,6 +125,10 @@ struct endpoint_ops {
      made, or finish them at once, have none. */
   void (*arm) (struct conn *c, struct io_uring *ring);
 
+  /* Optional (stream sources): whether a read of C would wait for the
+     stream now, nothing being there to read. */
+  bool (*would_wait) (struct conn *c);
+
   /* Optional: whether C still has requests on its worker's ring that
      no lane waits for (a file's early write-back).  They hold what C
      opened: the worker lets them finish before it ends. */

@@ -38,6 +38,11 @@
 #include "lane_write.h"
 #include "minmax.h"
 
+/* A stream source with nothing to read while writes are in flight is
+ * looked at again after this long (lane_issue).
+ */
+#define STREAM_RECHECK_MS 10
+
 /* Start segment INDEX: FRESH if no lane had it before (not one to copy
  * again after a reconnection).
  */
@@ -349,6 +354,16 @@ lane_issue (struct lane *l)
     if (e->clean) {
       lane_skip_clean (l, e);
       continue;
+    }
+    /* A stream's read waits for the stream inside the call.  Before
+       waiting, let what was read be written: the destination and the
+       progress then follow a stream that trickles in, rather than a
+       queue's worth behind.  The worker waits for those requests, and
+       looks at the stream again soon. */
+    if (!e->zero && l->sent.count > 0 && l->job->src->ops->would_wait
+        && l->job->src->ops->would_wait (l->src)) {
+      lane_wake_at (l, now_ms () + STREAM_RECHECK_MS);
+      return;
     }
     r = e->zero ? lane_issue_zero_or_read (l, e)
                 : lane_issue_read (l, e, UINT64_MAX);

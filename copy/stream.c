@@ -155,6 +155,17 @@ stream_wait (const struct conn *c, bool write)
   }
 }
 
+/* Whether nothing can be read from C now (an end or an error can:
+ * the read reports it).
+ */
+static bool
+stream_would_wait (struct conn *c)
+{
+  struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+  return poll (&p, 1, 0) == 0;
+}
+
 static int
 stream_read (struct conn *c, void *buf, uint32_t len, uint64_t offset,
              struct op *op)
@@ -269,6 +280,7 @@ const struct endpoint_ops stream_endpoint_ops = {
   .kind = "stream",
   .open = stream_open,
   .read = stream_read,
+  .would_wait = stream_would_wait,
   .write = stream_write,
   .zero = stream_zero,
   .flush = stream_flush,
