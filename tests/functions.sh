@@ -137,6 +137,32 @@ wait_until ()
   done
 }
 
+# direct_dir: set dir to a directory where O_DIRECT works: $tmp, else
+# /var/tmp, else the build directory (a directory of its own there,
+# removed at exit), or skip the test.  tmpfs is avoided: even where it
+# takes O_DIRECT it is all page cache, so nothing could be told from it.
+direct_dir ()
+{
+  local d
+  dir=
+  for d in "$tmp" /var/tmp "$PWD"; do
+    [ -d "$d" ] && [ -w "$d" ] || continue
+    [ "$(stat -f -c %T "$d")" != tmpfs ] || continue
+    if dd if=/dev/zero of="$d/.nbdcp-direct-probe.$$" bs=4096 count=1 \
+         oflag=direct status=none 2>/dev/null; then
+      rm -f "$d/.nbdcp-direct-probe.$$"
+      dir=$d
+      break
+    fi
+    rm -f "$d/.nbdcp-direct-probe.$$"
+  done
+  [ -n "$dir" ] || skip "no directory here (tried $tmp, /var/tmp, $PWD) takes O_DIRECT"
+  if [ "$dir" != "$tmp" ]; then
+    dir=$(mktemp -d "$dir/nbdcp-direct.XXXXXX")
+    trap 'rm -rf "$dir"; _cleanup' EXIT
+  fi
+}
+
 # _umount_once DIR: DIR is no mount point any more, or one umount of
 # it was tried (and refused) now.
 _umount_once ()

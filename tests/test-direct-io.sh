@@ -6,26 +6,7 @@ requires_nbdkit_plugin data
 requires_nbdkit_plugin memory
 requires "$QEMU_IMG"
 
-# A directory where O_DIRECT works: $tmp, else /var/tmp, else the
-# build directory.  tmpfs is avoided: even where it takes O_DIRECT it
-# is all page cache, so nothing could be told from it.
-dir=
-for d in "$tmp" /var/tmp "$PWD"; do
-  [ -d "$d" ] && [ -w "$d" ] || continue
-  [ "$(stat -f -c %T "$d")" != tmpfs ] || continue
-  if dd if=/dev/zero of="$d/.nbdcp-direct-probe.$$" bs=4096 count=1 \
-       oflag=direct status=none 2>/dev/null; then
-    rm -f "$d/.nbdcp-direct-probe.$$"
-    dir=$d
-    break
-  fi
-  rm -f "$d/.nbdcp-direct-probe.$$"
-done
-[ -n "$dir" ] || skip "no directory here (tried $tmp, /var/tmp, $PWD) takes O_DIRECT"
-if [ "$dir" != "$tmp" ]; then
-  dir=$(mktemp -d "$dir/nbdcp-direct.XXXXXX")
-  trap 'rm -rf "$dir"; _cleanup' EXIT
-fi
+direct_dir
 echo "O_DIRECT files in $dir ($(stat -f -c %T "$dir"))"
 
 size=$((3 * 1024 * 1024 + 777))

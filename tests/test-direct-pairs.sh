@@ -9,23 +9,7 @@
 . "${srcdir:-.}/tests/functions.sh"
 requires python3
 
-dir=
-for d in "$tmp" /var/tmp "$PWD"; do
-  [ -d "$d" ] && [ -w "$d" ] || continue
-  [ "$(stat -f -c %T "$d")" != tmpfs ] || continue
-  if dd if=/dev/zero of="$d/.nbdcp-direct-probe.$$" bs=4096 count=1 \
-       oflag=direct status=none 2>/dev/null; then
-    rm -f "$d/.nbdcp-direct-probe.$$"
-    dir=$d
-    break
-  fi
-  rm -f "$d/.nbdcp-direct-probe.$$"
-done
-[ -n "$dir" ] || skip "no directory here (tried $tmp, /var/tmp, $PWD) takes O_DIRECT"
-if [ "$dir" != "$tmp" ]; then
-  dir=$(mktemp -d "$dir/nbdcp-direct.XXXXXX")
-  trap 'rm -rf "$dir"; _cleanup' EXIT
-fi
+direct_dir
 
 # A sparse 16 MiB + 4 KiB source: random runs of whole 4 KiB blocks at
 # random block offsets, one across the 8 MiB mark, and the last block.
