@@ -67,6 +67,7 @@
 #include "lane.h"
 #include "minmax.h"
 #include "ring.h"
+#include "ring_fence.h"
 #include "worker.h"
 
 /* Everything engine_run sets up, so that it can be taken down in one
@@ -79,6 +80,7 @@ struct engine {
   unsigned nlanes;
   unsigned started; /* threads */
   char *zero_buffer;
+  struct ring_fence fence; /* tells when the kernel has freed the rings */
 };
 
 /* Let endpoints that do their I/O on the ring know the ring, and
@@ -87,7 +89,7 @@ struct engine {
  * (memory limits), requests simply go unregistered.
  */
 static void
-worker_attach (struct worker *w)
+worker_attach (struct worker *w, struct ring_fence *fence)
 {
   struct job *job = w->job;
   struct lane *l = w->lane;
@@ -101,6 +103,7 @@ worker_attach (struct worker *w)
     return;
   w->buffers_registered = io_uring_register_buffers (&w->ring, &iov, 1) == 0;
   index = w->buffers_registered ? 0 : -1;
+  ring_fence_add (fence, &w->ring);
   if (job->src->ops->attach)
     job->src->ops->attach (l->src, &w->ring, iov.iov_base, iov.iov_len, index);
   if (job->dst->ops->attach)
@@ -110,6 +113,11 @@ worker_attach (struct worker *w)
 /* An interrupted copy says what it was waiting for if a request had
    waited this long: the server may be stuck (see --timeout). */
 #define STALL_REPORT_MS 5000
+
+/* How long the end of a copy waits for the kernel to free the rings
+   (ring_fence.c): tens of milliseconds, unless a request is stuck in
+   the kernel, and then the file stays busy whatever nbdcp does. */
+#define RING_FENCE_WAIT_MS 500
 
 static const char *
 stalled_where (const struct job *job, char *buf, size_t size)
@@ -130,6 +138,9 @@ engine_setup (struct engine *e, const struct settings *set)
   struct job *job = &e->job;
 
   e->nlanes = set->lanes;
+  /* Only endpoints that attach to the ring give it their files. */
+  if (job->src->ops->attach || job->dst->ops->attach)
+    ring_fence_init (&e->fence);
   e->lanes = calloc (e->nlanes, sizeof *e->lanes);
   e->workers = calloc (e->nlanes, sizeof *e->workers);
   if (job->nsegments != UINT64_MAX)
@@ -196,7 +207,7 @@ engine_setup (struct engine *e, const struct settings *set)
       note (set->verbose, "io_uring: %s",
             w->ring_disabled ? "one issuer, deferred task work"
                              : "task work by interrupt (an older kernel)");
-    worker_attach (w);
+    worker_attach (w, &e->fence);
   }
   return 0;
 }
@@ -325,6 +336,12 @@ engine_teardown (struct engine *e)
   for (unsigned i = 0; e->workers && i < e->nlanes; i++)
     if (e->workers[i].ring_ready)
       io_uring_queue_exit (&e->workers[i].ring);
+  /* Before the endpoints close their files (ring_fence.c). */
+  if (!ring_fence_wait (&e->fence, RING_FENCE_WAIT_MS, e->job.interrupted))
+    note (e->job.set->verbose,
+          "the kernel had not freed the rings (after at most %d ms): a "
+          "file may stay in use for a moment after nbdcp exits",
+          RING_FENCE_WAIT_MS);
   /* Lanes are zeroed by calloc, so destroying unused ones is safe. */
   for (unsigned i = 0; e->lanes && i < e->nlanes; i++)
     lane_destroy (&e->lanes[i]);
@@ -369,6 +386,7 @@ engine_run (const struct engine_params *p)
       .stalled_ms = -1,
       .journal = p->journal,
     },
+    .fence = RING_FENCE_NONE,
   };
   int ret = -1;
 
