@@ -163,6 +163,50 @@ direct_dir ()
   fi
 }
 
+# _in_poll_wait PID TIMEOUT_MS: PID has one thread left, in poll
+# (x86_64's 7, or 219 when the kernel restarts it) of one descriptor
+# for TIMEOUT_MS, as /proc shows it.
+_in_poll_wait ()
+{
+  local nr nfds timeout
+  [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -eq 1 ] || return 1
+  read -r nr _ nfds timeout _ <"/proc/$1/syscall" 2>/dev/null || return 1
+  { [ "$nr" = 7 ] || [ "$nr" = 219 ]; } && [ "$nfds" = 0x1 ] &&
+    [ "$timeout" = "$(printf 0x%x "$2")" ]
+}
+
+# signal_in_poll_wait TIMEOUT_MS TRIES CMD...: run CMD (stderr to
+# $tmp/err) until it is caught in a wait of TIMEOUT_MS on one
+# descriptor (_in_poll_wait) with nothing else left running, at most
+# TRIES times, and send it SIGTERM there.  Sets caught (yes, or empty
+# when every try missed the wait), and when caught: rc (CMD's exit
+# status), took (seconds from the signal to the exit) and attempt.
+# caught=unsupported where /proc cannot show the wait (not x86_64).
+signal_in_poll_wait ()
+{
+  local timeout_ms=$1 tries=$2 pid start
+  shift 2
+  caught=unsupported
+  [ "$(uname -m)" = x86_64 ] && [ -r /proc/self/syscall ] || return 0
+  caught=
+  for attempt in $(seq 1 "$tries"); do
+    "$@" 2>"$tmp/err" &
+    pid=$!
+    until _in_poll_wait $pid "$timeout_ms" || ! kill -0 $pid 2>/dev/null; do :; done
+    if _in_poll_wait $pid "$timeout_ms"; then
+      start=$EPOCHREALTIME
+      kill -TERM $pid
+      rc=0
+      wait $pid || rc=$?
+      took=$(python3 -c 'import sys; print("%.3f" % (float(sys.argv[2]) - float(sys.argv[1])))' \
+        "$start" "$EPOCHREALTIME")
+      caught=yes
+      return 0
+    fi
+    wait $pid || :
+  done
+}
+
 # _umount_once DIR: DIR is no mount point any more, or one umount of
 # it was tried (and refused) now.
 _umount_once ()
