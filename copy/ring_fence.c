@@ -4,9 +4,9 @@
  * kernel thread.  Until then, requests the ring has finished may still
  * hold the files they used.  This happens with deferred task work
  * (ring.c): a request run by one of the kernel's io worker threads (a
- * fallocate, fsync or sync_file_range) is freed only when the issuing
- * thread next waits on the ring, and if the worker thread had already
- * seen its last completion, that is at the ring's teardown.  If the
+ * fallocate, fsync or sync_file_range) is freed only when the thread
+ * that issued it next waits on the ring, and if that nbdcp worker had
+ * already seen its last completion, that is at the ring's teardown.  If the
  * destination file is closed before then, the kernel thread drops the
  * last reference, and the file is let go after nbdcp has exited: an
  * `umount` run the moment nbdcp exits is refused (EBUSY), about once in
