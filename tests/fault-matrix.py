@@ -262,9 +262,17 @@ class Failed(Exception):
     pass
 
 
+def listening(sock, pid):
+    """A server started with a pid file listens on SOCK once PID holds
+    its number."""
+    return os.path.exists(sock) and os.path.exists(pid) and \
+        os.path.getsize(pid) > 0
+
+
 class Server:
     def __init__(self, tmp, name, argv):
         self.sock = os.path.join(tmp, name + ".sock")
+        self.pid = os.path.join(tmp, name + ".pid")
         self.err = os.path.join(tmp, name + ".err")
         self.name = name
         self.argv = argv
@@ -272,17 +280,22 @@ class Server:
 
     def start(self, argv=None):
         argv = argv or self.argv
-        if os.path.exists(self.sock):
-            os.unlink(self.sock)
+        for path in (self.sock, self.pid):
+            if os.path.exists(path):
+                os.unlink(path)
         if argv[0] == "qemu-nbd":
-            full = [QEMU_NBD, "-k", self.sock] + argv[1:]
+            full = [QEMU_NBD, "-k", self.sock, "--pid-file", self.pid] + \
+                argv[1:]
         else:
-            full = [NBDKIT, "-f", "--exit-with-parent", "-U", self.sock] + argv
+            full = [NBDKIT, "-f", "--exit-with-parent", "-U", self.sock,
+                    "-P", self.pid] + argv
         with open(self.err, "ab") as err:
             self.proc = subprocess.Popen(full, stdout=subprocess.DEVNULL,
                                          stderr=err)
+        # Both servers write the pid file after listen(2); the socket
+        # file appears at bind(2), when a connection is still refused.
         deadline = time.monotonic() + 60
-        while not os.path.exists(self.sock):
+        while not listening(self.sock, self.pid):
             if self.proc.poll() is not None:
                 raise Failed("server %s exited at start: %s" %
                              (self.name, open(self.err).read()[-500:]))

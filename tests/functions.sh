@@ -360,18 +360,19 @@ start_nbdkit ()
   _track_server $! "$name"
   # nbdkit writes its pid file after listen(2): the socket file alone
   # appears at bind(2), when a connection would still be refused.
-  wait_until 60 _nbdkit_listening $! "$tmp/$name" ||
+  wait_until 60 _server_listening $! "$tmp/$name" ||
     fail "nbdkit $name is not listening on $tmp/$name.sock after 60 s"
 }
 
-# _nbdkit_listening PID BASE: nbdkit PID listens on BASE.sock (its pid
-# file BASE.pid is written); fails the test at once if it has died.
-_nbdkit_listening ()
+# _server_listening PID BASE: server PID (nbdkit or qemu-nbd) listens
+# on BASE.sock (its pid file BASE.pid is written); fails the test at
+# once if it has died.
+_server_listening ()
 {
   [ -S "$2.sock" ] && [ -s "$2.pid" ] && return 0
   kill -0 "$1" 2>/dev/null || {
     cat "$2.err" >&2
-    fail "nbdkit ${2##*/} died before it listened on $2.sock"
+    fail "server ${2##*/} died before it listened on $2.sock"
   }
   return 1
 }
@@ -476,10 +477,14 @@ start_qemu_nbd ()
 {
   local name=$1
   shift
-  "$QEMU_NBD" -k "$tmp/$name.sock" "$@" 2>>"$tmp/$name.err" &
+  rm -f "$tmp/$name.pid"
+  "$QEMU_NBD" -k "$tmp/$name.sock" --pid-file "$tmp/$name.pid" "$@" \
+    2>>"$tmp/$name.err" &
   _pids+=($!)
   _track_server $! "$name"
-  wait_for_socket "$tmp/$name.sock"
+  # Like nbdkit, qemu-nbd writes its pid file after listen(2).
+  wait_until 60 _server_listening $! "$tmp/$name" ||
+    fail "qemu-nbd $name is not listening on $tmp/$name.sock after 60 s"
 }
 
 # start_bad_server NAME MODE [ARGS...]: tests/bad-nbd-server.py, an NBD

@@ -226,16 +226,21 @@ class Servers:
 
     def start(self, name, argv):
         sock = os.path.join(self.tmp, name + ".sock")
+        pid = os.path.join(self.tmp, name + ".pid")
         err = open(os.path.join(self.tmp, name + ".err"), "ab")
         if argv[0] == "qemu-nbd":
-            argv = [QEMU_NBD, "-k", sock] + argv[1:]
+            argv = [QEMU_NBD, "-k", sock, "--pid-file", pid] + argv[1:]
         else:
-            argv = [NBDKIT, "-f", "--exit-with-parent", "-U", sock] + argv[1:]
+            argv = [NBDKIT, "-f", "--exit-with-parent", "-U", sock,
+                    "-P", pid] + argv[1:]
         self.commands.append(" ".join(shlex.quote(a) for a in argv))
         p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         self.procs.append(p)
+        # Both servers write the pid file after listen(2); the socket
+        # file appears at bind(2), when a connection is still refused.
         deadline = time.monotonic() + 60
-        while not os.path.exists(sock):
+        while not (os.path.exists(sock) and os.path.exists(pid) and
+                   os.path.getsize(pid) > 0):
             if p.poll() is not None:
                 raise CaseFailed("server %s exited at start: %s" %
                                  (name, open(err.name).read()[-500:]))
